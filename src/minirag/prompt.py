@@ -1,0 +1,119 @@
+"""Промпт с пронумерованными источниками и проверка цитат в ответе.
+
+``build_prompt`` кладёт найденные чанки в контекст под номерами [1], [2], … и
+добавляет правила: отвечать только по контексту, ставить ссылку после каждого
+утверждения, а если ответа нет — сказать это фразой ``REFUSAL``.
+``check_citations`` проверяет ответ кодом: нет ли ссылок на несуществующие номера
+и нет ли предложений без ссылки. Модуль не вызывает языковую модель и не знает,
+правдиво ли утверждение: цитата говорит, откуда взято, а не что это верно.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from .errors import MiniRagError
+from .index import Hit
+from .text import require_text, split_sentences
+
+REFUSAL = "В контексте ответа нет."
+
+RULES = (
+    "Правила ответа:\n"
+    "1. Отвечай только по контексту ниже, ничего не добавляй от себя.\n"
+    "2. После каждого утверждения ставь номер источника в квадратных скобках, например [1].\n"
+    f"3. Если в контексте нет ответа, ответь ровно: «{REFUSAL}»"
+)
+
+_CITATION_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_ONLY_CITATIONS_RE = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\])+\s*[.!?…]?$")
+
+
+def _require_hits(hits: Sequence[Hit]) -> list[Hit]:
+    if isinstance(hits, (str, bytes)) or not all(isinstance(hit, Hit) for hit in hits):
+        raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
+    return list(hits)
+
+
+def build_prompt(query: str, hits: Sequence[Hit]) -> str:
+    """Собрать промпт: правила, источники [1]…[k] с doc_id и chunk_id, вопрос.
+
+    Пример: ``build_prompt("Сколько дней отпуска?", index.search("отпуск", k=3))``.
+    Глава 6. Промпт и цитаты.
+    """
+    require_text(query, "Вопрос")
+    hits = _require_hits(hits)
+    if hits:
+        context = "\n\n".join(
+            f"[{n}] {hit.title} ({hit.doc_id}, чанк {hit.chunk_id})\n{hit.text}" for n, hit in enumerate(hits, start=1)
+        )
+    else:
+        context = "(поиск ничего не нашёл)"
+    return f"{RULES}\n\nКонтекст:\n{context}\n\nВопрос: {query.strip()}\nОтвет:"
+
+
+def parse_citations(answer: str) -> list[int]:
+    """Номера источников из ссылок вида [1], [2, 3] — по порядку появления, с повторами.
+
+    Пример: ``parse_citations("Да [1]. И ещё [2, 3].")`` → ``[1, 2, 3]``. Глава 6. Промпт и цитаты.
+    """
+    require_text(answer, "Ответ")
+    return [int(n) for group in _CITATION_RE.findall(answer) for n in group.split(",")]
+
+
+@dataclass(frozen=True)
+class CitationReport:
+    """Итог проверки цитат: ``ok`` — ссылки есть у каждого утверждения и все номера существуют.
+
+    Пример: ``check_citations("Отпуск 28 дней [1].", hits).ok`` → ``True``. Глава 6. Промпт и цитаты.
+    """
+
+    ok: bool
+    cited: tuple[int, ...]
+    unknown: tuple[int, ...]
+    uncited_sentences: tuple[str, ...]
+    refusal: bool
+
+    def __str__(self) -> str:
+        if self.ok:
+            return "Цитаты в порядке: " + ("честный отказ." if self.refusal else f"источники {list(self.cited)}.")
+        problems = []
+        if self.unknown:
+            problems.append(f"ссылки на несуществующие источники {list(self.unknown)}")
+        if self.uncited_sentences:
+            problems.append("предложения без ссылки: " + "; ".join(f"«{s}»" for s in self.uncited_sentences))
+        if not problems:
+            problems.append("в ответе нет ни одного утверждения")
+        return "Цитаты не проходят проверку: " + ", ".join(problems) + "."
+
+
+def _claims(answer: str) -> list[str]:
+    """Предложения ответа; ссылка, оторванная точкой («… дней. [1]»), приклеивается к предыдущему."""
+    claims: list[str] = []
+    for sentence in split_sentences(answer):
+        if claims and _ONLY_CITATIONS_RE.match(sentence):
+            claims[-1] = f"{claims[-1]} {sentence}"
+        else:
+            claims.append(sentence)
+    return claims
+
+
+def check_citations(answer: str, hits: Sequence[Hit]) -> CitationReport:
+    """Проверить ответ: каждый номер есть среди источников, у каждого утверждения есть ссылка.
+
+    Честный отказ (фраза ``REFUSAL`` без других утверждений) проходит проверку.
+    Пример: ``check_citations("Отпуск 28 дней [7].", hits[:3]).unknown`` → ``(7,)``.
+    Глава 6. Промпт и цитаты.
+    """
+    require_text(answer, "Ответ")
+    hits = _require_hits(hits)
+    cited = parse_citations(answer)
+    unknown = tuple(sorted({n for n in cited if not 1 <= n <= len(hits)}))
+    refusal_core = REFUSAL.rstrip(".").lower()
+    claims = [c for c in _claims(answer) if c.rstrip(".!…").strip().lower() != refusal_core]
+    refusal = refusal_core in answer.lower() and not claims
+    uncited = tuple(c for c in claims if not _CITATION_RE.search(c))
+    ok = not unknown and not uncited and (bool(claims) or refusal)
+    return CitationReport(ok, tuple(dict.fromkeys(cited)), unknown, uncited, refusal)

@@ -1,0 +1,79 @@
+"""Текст → токены и предложения.
+
+Токен — непрерывная последовательность символов ``[a-zа-яё0-9]`` после приведения
+к нижнему регистру; всё остальное (пунктуация, подчёркивание, пробелы) — разделители.
+Модуль не знает ни про лемматизацию, ни про морфологию: ``stem=True`` лишь
+отрезает окончания стеммером Snowball (русским или английским — по буквам слова).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from .errors import MiniRagError
+
+_TOKEN_RE = re.compile(r"[a-zа-яё0-9]+")
+_CYRILLIC_RE = re.compile(r"[а-яё]")
+_LATIN_RE = re.compile(r"[a-z]")
+# Конец предложения: . ! ? или … (возможно, несколько подряд и с закрывающей
+# кавычкой или скобкой), затем пробельный символ.
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])[»\"')\]]*\s+")
+
+
+def require_text(value: object, what: str = "текст") -> str:
+    """Вернуть ``value``, если это строка, иначе бросить понятную ``MiniRagError``."""
+    if not isinstance(value, str):
+        raise MiniRagError(
+            f"{what} должен быть строкой (str), а получено {type(value).__name__}: "
+            f"{value!r:.60}. Передай текст в кавычках или преобразуй его через str()."
+        )
+    return value
+
+
+@lru_cache(maxsize=1)
+def _stemmers():
+    try:
+        import snowballstemmer
+    except ImportError as exc:  # pragma: no cover - зависит от окружения
+        raise MiniRagError(
+            "Для stem=True нужен пакет snowballstemmer: pip install -r requirements.txt"
+        ) from exc
+    return snowballstemmer.stemmer("russian"), snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def stem_token(token: str) -> str:
+    """Основа слова стеммером Snowball: русским для кириллицы, английским для латиницы.
+
+    Пример: ``stem_token("отпуска")`` → ``'отпуск'``. Глава 8. Где hash-эмбеддер ломается.
+    """
+    russian, english = _stemmers()
+    if _CYRILLIC_RE.search(token):
+        return russian.stemWord(token)
+    if _LATIN_RE.search(token):
+        return english.stemWord(token)
+    return token
+
+
+def tokenize(text: str, *, stem: bool = False) -> list[str]:
+    """Разбить текст на токены в нижнем регистре.
+
+    Пример: ``tokenize("VPN: подключение к VPN")`` → ``['vpn', 'подключение', 'к', 'vpn']``.
+    Глава 1. Эмбеддинги.
+    """
+    tokens = _TOKEN_RE.findall(require_text(text).lower())
+    if stem:
+        return [stem_token(token) for token in tokens]
+    return tokens
+
+
+def split_sentences(text: str) -> list[str]:
+    """Разбить текст на предложения по ``.``, ``!``, ``?`` и ``…`` с пробелом после.
+
+    Пробелы по краям убираются, пустые куски отбрасываются, порядок сохраняется.
+    Пример: ``split_sentences("Одно. Два! Три?")`` → ``['Одно.', 'Два!', 'Три?']``.
+    Глава 4. Чанкинг.
+    """
+    parts = _SENTENCE_END_RE.split(require_text(text))
+    return [part.strip() for part in parts if part.strip()]
