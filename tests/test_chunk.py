@@ -40,19 +40,6 @@ def test_overlap_repeats_the_tail_words_worked_example():
     assert chunk_text(text, max_chars=30, overlap=6) == ["Альфа бета гамма.", "гамма. Дельта эпсилон дзета."]
 
 
-def _check_in_order(text, chunks):
-    """Каждый чанк — непрерывный кусок слов текста, куски идут по порядку и покрывают всё."""
-    all_words = text.split()
-    covered, previous_start = 0, -1
-    for chunk in chunks:
-        piece = chunk.split()
-        starts = [s for s in range(previous_start + 1, covered + 1) if all_words[s : s + len(piece)] == piece]
-        assert starts, f"чанк {chunk!r} не найден по порядку"
-        previous_start = starts[-1]
-        covered = max(covered, previous_start + len(piece))
-    assert covered == len(all_words)
-
-
 @given(documents, st.integers(20, 300))
 @settings(max_examples=150, deadline=None)
 def test_chunking_keeps_every_word_in_order(text, max_chars):
@@ -65,9 +52,14 @@ def test_chunking_keeps_every_word_in_order(text, max_chars):
 @settings(max_examples=150, deadline=None)
 def test_chunks_with_overlap_are_ordered_spans_of_the_text(text, max_chars, overlap):
     spans = chunk_spans(text, max_chars=max_chars, overlap=overlap)
-    assert all(text[s:e] == text[s:e].strip() and 0 < e - s <= max_chars for s, e in spans)
-    assert [s for s, _ in spans] == sorted({s for s, _ in spans})
-    _check_in_order(text, [text[s:e] for s, e in spans])
+    assert all(0 < e - s <= max_chars for s, e in spans)
+    # границы чанков — границы слов, а между соседними чанками нет пропущенного текста
+    assert all((s == 0 or text[s - 1].isspace()) and (e == len(text) or text[e].isspace()) for s, e in spans)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text.rstrip())
+    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+        assert s1 < s2 and e1 < e2, "чанки идут по порядку текста"
+        assert s2 <= e1 or text[e1:s2].isspace(), "между чанками не теряется текст"
+        assert e1 - s2 <= overlap, "повтор не длиннее overlap"
 
 
 def test_empty_text_gives_no_chunks():

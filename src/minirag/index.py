@@ -16,9 +16,9 @@ import os
 import tempfile
 import zipfile
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -152,7 +152,7 @@ class Index:
     # ---------- построение ----------
     @classmethod
     def build(cls, docs: Iterable[Document], embedder: Embedder | None = None,
-              chunker: Callable[[str], list[str]] | None = None, *, progress: bool = False) -> "Index":
+              chunker: Callable[[str], list[str]] | None = None, *, progress: bool = False) -> Index:
         """Порезать документы на чанки, эмбеддить их и сложить в индекс.
 
         ``chunker(text)`` возвращает куски текста документа по порядку (по умолчанию
@@ -336,7 +336,7 @@ class Index:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike, embedder: Embedder | None = None) -> "Index":
+    def load(cls, path: str | os.PathLike, embedder: Embedder | None = None) -> Index:
         """Загрузить индекс из файла и проверить, что ``embedder`` — тот же, что строил индекс.
 
         Пример: ``Index.load("demo.minirag", HashEmbedder(dim=96))``. Глава 5. Индекс и поиск.
