@@ -26,7 +26,15 @@ def test_stemming_merges_word_forms_in_russian_and_english():
 
 def test_split_sentences_keeps_order_and_punctuation():
     assert split_sentences("Одно. Два! Три? Четыре… Пять") == ["Одно.", "Два!", "Три?", "Четыре…", "Пять"]
+    assert split_sentences("Он сказал «Да.» Потом ушёл. (Так.) Ещё!") == ["Он сказал «Да.»", "Потом ушёл.", "(Так.)", "Ещё!"]
     assert split_sentences("  ") == []
+
+
+@given(st.text(alphabet=st.sampled_from(list("аб .!?…»)\"\n")), max_size=60))
+@settings(max_examples=200, deadline=None)
+def test_split_sentences_loses_only_whitespace(text):
+    joined = "".join(split_sentences(text))
+    assert "".join(joined.split()) == "".join(text.split())
 
 
 @pytest.mark.parametrize("bad", [None, 42, b"bytes", ["список"]])

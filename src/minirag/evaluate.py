@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .errors import MiniRagError
-from .index import Index
+from .index import Index, require_k
 
 
 def _ranked(ranked: Sequence[str]) -> list[str]:
@@ -22,14 +22,8 @@ def _ranked(ranked: Sequence[str]) -> list[str]:
     return list(ranked)
 
 
-def _require_k(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise MiniRagError(f"k должен быть целым числом ≥ 1, получено {k!r}.")
-    return k
-
-
 def _prefix(ranked: Sequence[str], k: int) -> list[str]:
-    return _ranked(ranked)[: _require_k(k)]
+    return _ranked(ranked)[: require_k(k)]
 
 
 def hit_at_k(ranked: Sequence[str], relevant, k: int) -> float:
@@ -113,7 +107,7 @@ def evaluate(index: Index, labeled, ks: Sequence[int] = (1, 3, 5), threshold: fl
     ``labeled`` — последовательность объектов с полями ``text``, ``relevant`` и ``category``
     (как ``DEMO_QUERIES``). Пример: ``print(evaluate(index, DEMO_QUERIES))``. Глава 7. Оценка поиска.
     """
-    ks = tuple(_require_k(k) for k in ks)
+    ks = tuple(require_k(k) for k in ks)
     if not ks:
         raise MiniRagError("ks не должен быть пустым: например, ks=(1, 3, 5).")
     labeled = list(labeled)

@@ -29,7 +29,8 @@ from .text import require_text
 
 FORMAT_NAME = "minirag-index"
 FORMAT_VERSION = 1
-_BATCH = 2048  # столько текстов эмбеддим за раз, столько запросов ищем за раз / 32
+_EMBED_BATCH = 2048  # столько текстов эмбеддим за раз
+_QUERY_BLOCK = 64  # столько запросов за одно умножение матриц: 64 × 100 000 float32 = 25 МБ
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,15 @@ class Hit:
     text: str
 
 
-def _require_k(k: object) -> int:
+def require_k(k: object) -> int:
+    """Проверить, что k — целое ≥ 1, и вернуть его как int (общая проверка всех функций поиска)."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise MiniRagError(f"k должен быть целым числом ≥ 1, получено {k!r}. Обычно берут k=3…5.")
     return int(k)
 
 
-def _require_threshold(threshold: object) -> float | None:
+def require_threshold(threshold: object) -> float | None:
+    """Проверить, что порог — конечное число или None, и вернуть его как float."""
     if threshold is None:
         return None
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating)) or not math.isfinite(threshold):
@@ -94,8 +97,8 @@ def top_k(scores, k: int, threshold: float | None = None) -> np.ndarray:
 
     Пример: ``top_k([0.2, 0.9, 0.2], k=2)`` → ``array([1, 0])``. Глава 3. Top-k и порог.
     """
-    k = _require_k(k)
-    threshold = _require_threshold(threshold)
+    k = require_k(k)
+    threshold = require_threshold(threshold)
     scores = np.asarray(scores)
     if scores.ndim != 1:
         raise MiniRagError(f"scores должны быть одномерным массивом, а форма {scores.shape}.")
@@ -148,6 +151,7 @@ class Index:
         self._spans = spans
         self._matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self._matrix.flags.writeable = False
+        self._positions: dict[tuple[str, int], int] | None = None  # (doc_id, chunk_id) → строка; строится по запросу
 
     # ---------- построение ----------
     @classmethod
@@ -195,12 +199,12 @@ class Index:
 
     @staticmethod
     def _embed_batches(embedder: Embedder, texts: list[str], progress: bool) -> np.ndarray:
-        batches = range(0, len(texts), _BATCH)
+        batches = range(0, len(texts), _EMBED_BATCH)
         if progress:
             from tqdm.auto import tqdm
 
             batches = tqdm(batches, desc="Эмбеддинг чанков", unit="пачка")
-        parts = [np.asarray(embedder.embed(texts[i : i + _BATCH]), dtype=np.float32) for i in batches]
+        parts = [np.asarray(embedder.embed(texts[i : i + _EMBED_BATCH]), dtype=np.float32) for i in batches]
         matrix = np.concatenate(parts)
         if matrix.ndim != 2 or matrix.shape[0] != len(texts):
             raise MiniRagError(f"Эмбеддер вернул матрицу формы {matrix.shape}, а ждали ({len(texts)}, dim).")
@@ -211,7 +215,7 @@ class Index:
         return int(self._spans.shape[0])
 
     def __repr__(self) -> str:
-        return f"Index({len(self.docs)} документов, {len(self)} чанков, {self.fingerprint})"
+        return f"Index(документов: {len(self.docs)}, чанков: {len(self)}, {self.fingerprint})"
 
     @property
     def vectors(self) -> np.ndarray:
@@ -223,6 +227,20 @@ class Index:
         row, chunk_id, start, end = (int(v) for v in self._spans[i])
         doc = self.docs[row]
         return Chunk(doc.id, chunk_id, doc.title, doc.text[start:end])
+
+    @property
+    def doc_rows(self) -> np.ndarray:
+        """Для каждого чанка — номер его документа в ``index.docs`` (копия, int64)."""
+        return self._spans[:, 0].copy()
+
+    def position(self, doc_id: str, chunk_id: int) -> int:
+        """Номер строки матрицы для чанка (doc_id, chunk_id). Пример: ``index.position("vpn-connect", 1)``."""
+        if self._positions is None:
+            self._positions = {(self.docs[row].id, int(cid)): i for i, (row, cid) in enumerate(self._spans[:, :2].tolist())}
+        try:
+            return self._positions[(doc_id, int(chunk_id))]
+        except (KeyError, TypeError, ValueError):
+            raise MiniRagError(f"В индексе нет чанка {chunk_id!r} документа {doc_id!r}.") from None
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -246,12 +264,19 @@ class Index:
             )
         return vectors
 
+    def query_vector(self, query: str) -> np.ndarray:
+        """Вектор запроса (float32) от эмбеддера индекса — с проверкой, что пространство то же.
+
+        Пример: ``index.query_vector("отпуск").shape`` → ``(96,)``. Глава 1. Эмбеддинги.
+        """
+        return self._query_vectors([query])[0]
+
     def scores(self, query: str) -> np.ndarray:
         """Косинус запроса с каждым чанком (float32, по порядку матрицы) — чтобы видеть всех кандидатов.
 
         Пример: ``index.scores("отпуск").max()``. Глава 3. Top-k и порог.
         """
-        return self._matrix @ self._query_vectors([query])[0]
+        return self._matrix @ self.query_vector(query)
 
     def _hits(self, scores: np.ndarray, k: int, threshold: float | None) -> list[Hit]:
         hits = []
@@ -266,8 +291,8 @@ class Index:
         Пусто, если ничего не прошло порог, — тогда честно отвечают «не найдено».
         Пример: ``index.search("сколько дней отпуска", k=3)[0].doc_id``. Глава 3. Top-k и порог.
         """
-        _require_k(k)
-        _require_threshold(threshold)
+        require_k(k)
+        require_threshold(threshold)
         return self._hits(self.scores(query), k, threshold)
 
     def search_many(self, queries: Sequence[str], k: int = 3, threshold: float | None = None) -> list[list[Hit]]:
@@ -278,16 +303,15 @@ class Index:
         """
         if isinstance(queries, str):
             raise MiniRagError("search_many ждёт список запросов; для одного запроса вызови search(query).")
-        _require_k(k)
-        _require_threshold(threshold)
+        require_k(k)
+        require_threshold(threshold)
         queries = list(queries)
         if not queries:
             return []
         vectors = self._query_vectors(queries)
         results = []
-        step = max(1, _BATCH // 32)
-        for i in range(0, len(queries), step):
-            block = vectors[i : i + step] @ self._matrix.T
+        for i in range(0, len(queries), _QUERY_BLOCK):
+            block = vectors[i : i + _QUERY_BLOCK] @ self._matrix.T
             results.extend(self._hits(row, k, threshold) for row in block)
         return results
 

@@ -1,0 +1,223 @@
+"""Командная строка minirag: демо, индекс своей папки и вопрос с ответом и проверкой цитат.
+
+``python -m minirag`` без аргументов ищет три вопроса в демо-корпусе и печатает промпт с цитатами;
+``python -m minirag index ПАПКА --out ФАЙЛ`` читает файлы папки и сохраняет индекс;
+``python -m minirag ask "вопрос"`` ищет в демо-корпусе (или ``--index ФАЙЛ``) и отвечает с цитатами.
+Всё работает без интернета, пока не выбран ``--generator``/``--embedder`` openai или ollama.
+Ошибка пользователя — одна строка по-русски в stderr и код выхода 2, без трассировки.
+Модуль только разбирает аргументы и печатает: вся работа — в функциях библиотеки.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from .chunk import chunk_text
+from .data import DEMO_DOCS
+from .embed import HashEmbedder
+from .errors import MiniRagError
+from .generate import answer
+from .hybrid import hybrid_search, index_bm25
+from .index import Hit, Index
+from .loaders import load_folder
+from .prompt import build_prompt
+from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder
+from .text import tokenize
+
+DEMO = ("Сколько дней длится ежегодный отпуск?", "Как подключиться к VPN из дома?", "Какие расходы не возмещаются в командировке?")
+
+
+def demo() -> int:
+    """Демо курса: три вопроса, top-3 с оценками и промпт с цитатами для первого.
+
+    Пример: ``python -m minirag``. Глава 0. Введение.
+    """
+    index = Index.build(DEMO_DOCS, HashEmbedder(dim=96))
+    print(f"Индекс: {len(index.docs)} документов, {len(index)} чанков, {index.fingerprint}\n")
+    first_hits = None
+    for query in DEMO:
+        hits = index.search(query, k=3)
+        first_hits = first_hits or hits
+        print(f"Вопрос: {query}")
+        for hit in hits:
+            print(f"  {hit.rank}. {hit.score:.3f}  {hit.doc_id}#{hit.chunk_id}  {hit.title}: {hit.text[:70]}…")
+        print()
+    print("Промпт для первого вопроса:\n")
+    print(build_prompt(DEMO[0], first_hits))
+    return 0
+
+
+class _UsageError(Exception):
+    """Ошибка в аргументах командной строки (её текст уже по-русски)."""
+
+
+# Сообщения argparse приходят по-английски: переводим те, что видит пользователь.
+_ARGPARSE_RU = (
+    (r"the following arguments are required: (.+)", r"не хватает аргументов: \1"),
+    (r"invalid choice: (.+?) \(choose from (.+)\)", r"недопустимое значение \1, можно: \2"),
+    (r"invalid \w+ value: (.+)", r"неверное значение \1"),
+    (r"unrecognized arguments: (.+)", r"лишние аргументы: \1"),
+    (r"expected one argument", r"после параметра нужно значение"),
+    (r"ambiguous option: (.+?) could match (.+)", r"неоднозначный параметр \1: подходят \2"),
+    (r"^argument ", r"аргумент "),
+)
+
+
+class _Formatter(argparse.HelpFormatter):
+    def add_usage(self, usage, actions, groups, prefix=None):
+        super().add_usage(usage, actions, groups, prefix if prefix is not None else "Использование: ")
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, formatter_class=_Formatter, add_help=False, **kwargs)
+        self._positionals.title = "аргументы"
+        self._optionals.title = "параметры"
+        self.add_argument("-h", "--help", action="help", help="показать эту справку и выйти")
+
+    def error(self, message):
+        for pattern, russian in _ARGPARSE_RU:
+            message = re.sub(pattern, russian, message)
+        raise _UsageError(f"{message}. Справка: {self.prog} --help")
+
+
+def _positive_int(value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"нужно целое число ≥ 1, а получено {value!r}")
+    return int(value)
+
+
+def _cosine(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if number is None or not -1.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError(f"порог — косинус от -1 до 1, например 0.2, а получено {value!r}")
+    return number
+
+
+def _embedder(name: str):
+    return {"hash": HashEmbedder, "ollama": OllamaEmbedder, "openai": OpenAIEmbedder}[name]()
+
+
+class _Retriever:
+    """Поиск выбранным методом с интерфейсом ``search(query, k, threshold)``, который ждёт ``answer``."""
+
+    def __init__(self, index: Index, method: str):
+        self.index, self.method = index, method
+        self.embedder = index.embedder
+        self._bm25 = index_bm25(index) if method in ("bm25", "hybrid") else None
+
+    def search(self, query: str, k: int = 3, threshold: float | None = None) -> list[Hit]:
+        if self.method == "cosine":
+            return self.index.search(query, k=k, threshold=threshold)
+        if self.method == "hybrid":
+            return hybrid_search(self.index, query, k=k, bm25=self._bm25)
+        stem = bool(getattr(self.index.embedder, "stem", False))
+        hits = []
+        for rank, (i, score) in enumerate(self._bm25.search(tokenize(query, stem=stem), k), start=1):
+            chunk = self.index.chunk(i)
+            hits.append(Hit(rank, score, chunk.doc_id, chunk.chunk_id, chunk.title, chunk.text))
+        return hits
+
+
+def _cmd_index(args) -> int:
+    report = load_folder(args.folder, progress=sys.stderr.isatty())
+    print(report)
+    if not report.docs:
+        raise MiniRagError(f"В папке {args.folder} нет ни одного читаемого документа: положи туда .txt, .md, "
+                           f".csv, .html, .pdf или .docx.")
+    index = Index.build(report.docs, _embedder(args.embedder), lambda text: chunk_text(text, args.max_chars),
+                        progress=sys.stderr.isatty())
+    try:
+        path = index.save(args.out)
+    except OSError as exc:
+        raise MiniRagError(f"Не удалось записать индекс в {args.out}: {exc.strerror or exc}.") from None
+    print(f"Индекс сохранён в {path}: документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}.")
+    print(f'Спроси: python -m minirag ask "твой вопрос" --index {path}')
+    return 0
+
+
+def _cmd_ask(args) -> int:
+    if args.threshold is not None and args.method != "cosine":
+        raise MiniRagError(f"--threshold — порог косинуса, он работает только с --method cosine, а выбран "
+                           f"{args.method}. Убери --threshold или выбери cosine.")
+    embedder = _embedder(args.embedder)
+    if args.index:
+        index, source = Index.load(args.index, embedder), args.index
+    else:
+        index, source = Index.build(DEMO_DOCS, embedder), "демо-корпус"
+    chats = {"extractive": lambda: None, "openai": OpenAIChat, "ollama": OllamaChat}
+    generator = chats[args.generator]()  # None — экстрактивный генератор с эмбеддером индекса
+    result = answer(args.query, _Retriever(index, args.method), generator, k=args.k, threshold=args.threshold)
+    threshold = "нет" if args.threshold is None else f"{args.threshold:g}"
+    print(f"Индекс: {source} — документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}")
+    print(f"Вопрос: {result.query}\n")
+    print(f"Найдено ({args.method}, k={args.k}, порог {threshold}):" if result.hits else
+          f"Не найдено: ни один чанк не прошёл порог {threshold}.")
+    for hit in result.hits:
+        print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
+        print(f"      {' '.join(hit.text.split())}")
+    label = "запасной, экстрактивный: генератор не ответил" if result.fallback else args.generator
+    print(f"\nОтвет ({label}):\n  {result.text}\n")
+    print(f"Проверка цитат: {result.citations}")
+    if result.reason:
+        print(f"Причина: {result.reason}")
+    return 0
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="python -m minirag",
+                     description="Мини-RAG руками: без аргументов — демо; команды index и ask — для своих файлов.")
+    commands = parser.add_subparsers(title="команды", dest="command", metavar="КОМАНДА", parser_class=_Parser)
+    index = commands.add_parser("index", help="прочитать файлы папки и сохранить индекс",
+                                description="Прочитать .txt, .md, .csv, .html, .pdf, .docx и сохранить индекс.")
+    index.add_argument("folder", metavar="ПАПКА", help="папка с файлами (подпапки тоже читаются)")
+    index.add_argument("--out", required=True, metavar="ФАЙЛ", help="куда сохранить индекс, например docs.minirag")
+    index.add_argument("--max-chars", type=_positive_int, default=220, metavar="N",
+                       help="наибольшая длина чанка в символах (по умолчанию 220)")
+    index.add_argument("--embedder", choices=("hash", "ollama", "openai"), default="hash",
+                       help="эмбеддер: hash — без сети (по умолчанию); ollama/openai — сервер из переменных MINIRAG_*")
+    index.set_defaults(run=_cmd_index)
+    ask = commands.add_parser("ask", help="найти чанки и ответить с цитатами",
+                              description="Найти чанки по вопросу, ответить с цитатами [n] и проверить их.")
+    ask.add_argument("query", metavar="ВОПРОС", help="вопрос в кавычках")
+    ask.add_argument("--index", metavar="ФАЙЛ", help="индекс из команды index (по умолчанию — демо-корпус)")
+    ask.add_argument("--k", type=_positive_int, default=3, metavar="K", help="сколько чанков найти (по умолчанию 3)")
+    ask.add_argument("--threshold", type=_cosine, metavar="T", help="порог косинуса: ниже — «не найдено»")
+    ask.add_argument("--method", choices=("cosine", "bm25", "hybrid"), default="cosine",
+                     help="поиск: cosine (по умолчанию), bm25 или hybrid (оба, слитые RRF)")
+    ask.add_argument("--generator", choices=("extractive", "openai", "ollama"), default="extractive",
+                     help="кто отвечает: extractive — цитаты без модели (по умолчанию); openai/ollama — модель")
+    ask.add_argument("--embedder", choices=("hash", "ollama", "openai"), default="hash",
+                     help="эмбеддер: тот же, что строил индекс (по умолчанию hash)")
+    ask.set_defaults(run=_cmd_ask)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Точка входа: без аргументов — демо, иначе команды index и ask; код выхода 2 — ошибка пользователя.
+
+    Пример: ``python -m minirag ask "Сколько дней отпуска?" --k 5``. Глава 10. От поиска к ответу.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        return demo()
+    try:
+        args = _parser().parse_args(argv)
+        if args.command is None:
+            raise _UsageError("укажи команду index или ask. Справка: python -m minirag --help")
+        return args.run(args)
+    except (_UsageError, MiniRagError) as exc:
+        print(f"Ошибка: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("Прервано.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

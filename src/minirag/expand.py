@@ -1,0 +1,110 @@
+"""Больше контекста вокруг найденного: соседние чанки и поиск «сначала документы».
+
+``expand_neighbors`` добавляет к каждому найденному чанку соседей по документу
+(chunk_id − 1, − 2, … и + 1, + 2, …), пока их косинус с найденным чанком (или с запросом)
+не ниже порога ``floor``: мысль, разрезанная чанкингом, собирается обратно.
+``hierarchical_search`` сначала выбирает лучшие документы по вектору документа
+(нормированное среднее векторов его чанков), потом лучшие чанки только внутри них.
+Модуль не склеивает тексты соседей в один: каждый чанк остаётся отдельным ``Hit`` со своим
+(doc_id, chunk_id), чтобы на него можно было сослаться.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import MiniRagError
+from .hybrid import _require_index
+from .index import Hit, Index, require_k, top_k
+from .vectors import l2_normalize
+
+
+def _hit_at(index: Index, position: int, score: float, rank: int = 0) -> Hit:
+    chunk = index.chunk(position)
+    return Hit(rank, score, chunk.doc_id, chunk.chunk_id, chunk.title, chunk.text)
+
+
+def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, floor: float = 0.3,
+                     against: str = "hit", max_steps: int = 2) -> list[Hit]:
+    """Добавить к каждому найденному чанку соседей того же документа, пока их косинус ≥ floor.
+
+    Косинус считается с найденным чанком (``against="hit"``) или с запросом
+    (``against="query"``); в каждую сторону не больше ``max_steps`` соседей, и шаг
+    останавливается на первом соседе ниже порога. Результат: для каждого найденного —
+    его соседи слева, он сам, соседи справа (в порядке документа), без повторов;
+    ``score`` соседа — его косинус с запросом. Пример:
+    ``expand_neighbors(index, "отпуск", index.search("отпуск", k=2), floor=0.3)``.
+    Глава 9. За пределами косинуса.
+    """
+    if against not in ("hit", "query"):
+        raise MiniRagError(f"against должен быть 'hit' или 'query', получено {against!r}.")
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor):
+        raise MiniRagError(f"floor должен быть числом (косинус от −1 до 1), получено {floor!r}.")
+    max_steps = require_k(max_steps)
+    _require_index(index)
+    hits = list(hits)
+    if not all(isinstance(hit, Hit) for hit in hits):
+        raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
+    scores = index.scores(query)
+    vectors = index.vectors
+    result: list[Hit] = []
+    seen: set[tuple[str, int]] = set()
+    for hit in hits:
+        center = _row(index, hit.doc_id, hit.chunk_id)
+        if center is None:
+            raise MiniRagError(f"Чанка {hit.doc_id}#{hit.chunk_id} нет в индексе: hits должны быть из этого индекса.")
+        block: dict[int, list[int]] = {-1: [], 1: []}
+        for step in (-1, 1):
+            for distance in range(1, max_steps + 1):
+                j = _row(index, hit.doc_id, hit.chunk_id + step * distance)
+                if j is None:  # край документа
+                    break
+                similarity = float(scores[j]) if against == "query" else float(vectors[j] @ vectors[center])
+                if similarity < floor:
+                    break
+                block[step].append(j)
+        group = [_hit_at(index, j, float(scores[j])) for j in reversed(block[-1])] + [hit]
+        group += [_hit_at(index, j, float(scores[j])) for j in block[1]]
+        for h in group:
+            if (h.doc_id, h.chunk_id) not in seen:
+                seen.add((h.doc_id, h.chunk_id))
+                result.append(h)
+    return [Hit(rank, h.score, h.doc_id, h.chunk_id, h.title, h.text) for rank, h in enumerate(result, start=1)]
+
+
+def _row(index: Index, doc_id: str, chunk_id: int) -> int | None:
+    """Строка матрицы для чанка или None, если такого чанка нет (край документа)."""
+    try:
+        return index.position(doc_id, chunk_id)
+    except MiniRagError:
+        return None
+
+
+def doc_vectors(index: Index) -> np.ndarray:
+    """Вектор каждого документа (по порядку ``index.docs``): нормированное среднее векторов его чанков.
+
+    Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), dim)``. Глава 9. За пределами косинуса.
+    """
+    rows = _require_index(index).doc_rows
+    sums = np.zeros((len(index.docs), index.vectors.shape[1]))
+    np.add.at(sums, rows, index.vectors.astype(np.float64))
+    return l2_normalize(sums)  # среднее и сумма смотрят в одну сторону: после нормировки равны
+
+
+def hierarchical_search(index: Index, query: str, k: int = 3, *, n_docs: int = 2) -> list[Hit]:
+    """Сначала ``n_docs`` лучших документов по косинусу с вектором документа, затем k лучших чанков в них.
+
+    ``score`` — косинус чанка с запросом. Пример: ``hierarchical_search(index, "отпуск", k=3, n_docs=2)``.
+    Глава 9. За пределами косинуса.
+    """
+    k = require_k(k)
+    n_docs = require_k(n_docs)
+    query_vector = _require_index(index).query_vector(query)  # проверяет запрос и эмбеддер
+    scores = index.vectors @ query_vector
+    best_docs = top_k(doc_vectors(index) @ query_vector, n_docs)
+    inside = np.flatnonzero(np.isin(index.doc_rows, best_docs))
+    return [_hit_at(index, int(inside[i]), float(scores[inside[i]]), rank)
+            for rank, i in enumerate(top_k(scores[inside], k), start=1)]

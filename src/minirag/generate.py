@@ -1,0 +1,204 @@
+"""От найденных чанков к ответу: протокол генератора, экстрактивный генератор и ``answer``.
+
+Генератор — всё, у чего есть ``generate(prompt) -> str``: языковая модель по HTTP
+(``remote``) или ``ExtractiveGenerator``, который работает без сети и без модели. Он не
+пишет новых фраз: он цитирует предложения найденных чанков, самые похожие на вопрос, и
+ставит после каждого номер источника [n], поэтому его ответ всегда проходит
+``check_citations``. ``answer`` собирает всё вместе: поиск, промпт, генератор, проверку
+цитат, — и никогда не теряет найденное: если генератор упал, он возвращает запасной
+экстрактивный ответ и причину. Модуль не знает, правдив ли ответ, и не ходит в сеть сам.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .embed import Embedder, HashEmbedder
+from .errors import MiniRagError
+from .index import Hit
+from .prompt import REFUSAL, CitationReport, build_prompt, check_citations
+from .text import require_text, split_sentences, tokenize
+
+# Заголовок источника в промпте build_prompt: «[n] title (doc_id, чанк chunk_id)».
+_SOURCE_RE = re.compile(r"^\[(\d+)\] .*, чанк \d+\)$", re.MULTILINE)
+_CONTEXT, _QUESTION, _ANSWER = "\n\nКонтекст:\n", "\n\nВопрос: ", "\nОтвет:"
+# Конец предложения: знаки .!?… и, возможно, закрывающие кавычки или скобки после них.
+_TAIL_RE = re.compile(r"[.!?…]+[»\"')\]]*$")
+_BRACKETED_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Всё, что по промпту пишет ответ: ``generate(prompt) -> str``.
+
+    Пример: ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 10. От поиска к ответу.
+    """
+
+    def generate(self, prompt: str) -> str: ...
+
+
+def _quote(sentence: str, n: int) -> str:
+    """Предложение с цитатой [n] перед последним знаком препинания: «Отпуск 28 дней [1].»."""
+    sentence = " ".join(sentence.split())
+    # номера в квадратных скобках внутри цитаты — не наши ссылки: делаем их круглыми
+    sentence = _BRACKETED_RE.sub(r"(\1)", sentence)
+    tail = _TAIL_RE.search(sentence)
+    if tail is None:
+        return f"{sentence} [{n}]."
+    return f"{sentence[: tail.start()].rstrip()} [{n}]{tail.group()}"
+
+
+class ExtractiveGenerator:
+    """Генератор без модели: цитирует самые похожие на вопрос предложения найденных чанков.
+
+    Каждое предложение чанка сравнивается с вопросом косинусом (эмбеддером ``embedder``,
+    по умолчанию ``HashEmbedder()``); в ответ идут до ``max_sentences`` лучших с оценкой
+    выше ``min_score``, каждое — с номером своего источника. Нечего цитировать — ответ
+    ``REFUSAL``. Почему так устроен вход: протокол даёт генератору только промпт, и этот
+    генератор читает его честно, как модель, — ``generate(prompt)`` достаёт вопрос и
+    пронумерованные источники из промпта ``build_prompt``; ``answer_from(query, hits)``
+    делает то же прямо по найденным чанкам. Детерминирован: тот же вход — тот же ответ.
+    Пример: ``ExtractiveGenerator().answer_from("Сколько дней отпуска?", hits)``.
+    Глава 10. От поиска к ответу.
+    """
+
+    def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = 2, min_score: float = 0.0):
+        if isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1:
+            raise MiniRagError(f"max_sentences должен быть целым числом ≥ 1, получено {max_sentences!r}.")
+        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
+            raise MiniRagError(f"min_score должен быть числом (косинус от -1 до 1), получено {min_score!r}.")
+        self.embedder = embedder if embedder is not None else HashEmbedder()
+        self.max_sentences = max_sentences
+        self.min_score = float(min_score)
+
+    def __repr__(self) -> str:
+        return f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences})"
+
+    def _compose(self, query: str, sources: Sequence[tuple[int, str]]) -> str:
+        candidates: dict[str, tuple[int, str]] = {}  # текст предложения → (номер источника, предложение)
+        for n, text in sources:
+            for sentence in split_sentences(text.strip()):
+                key = " ".join(sentence.split())
+                if tokenize(key) and key not in candidates:  # повтор из перекрытия чанков — один раз
+                    candidates[key] = (n, sentence)
+        if not candidates:
+            return REFUSAL
+        found = list(candidates.values())
+        vectors = np.asarray(self.embedder.embed([query, *(sentence for _, sentence in found)]), dtype=np.float64)
+        scores = vectors[1:] @ vectors[0]
+        order = sorted(range(len(found)), key=lambda i: (-scores[i], i))  # при равенстве — порядок источников
+        chosen = [i for i in order if scores[i] > self.min_score][: self.max_sentences]
+        if not chosen:
+            return REFUSAL
+        return " ".join(_quote(found[i][1], found[i][0]) for i in chosen)
+
+    def answer_from(self, query: str, hits: Sequence[Hit]) -> str:
+        """Ответ по найденным чанкам: лучшие предложения, у каждого ссылка [n] на его чанк.
+
+        Пример: ``ExtractiveGenerator().answer_from("Сколько дней отпуска?", index.search(q))``.
+        Глава 10. От поиска к ответу.
+        """
+        require_text(query, "Вопрос")
+        if isinstance(hits, (str, bytes)) or not all(isinstance(hit, Hit) for hit in hits):
+            raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
+        return self._compose(query, [(n, hit.text) for n, hit in enumerate(hits, start=1)])
+
+    def generate(self, prompt: str) -> str:
+        """Ответ по промпту ``build_prompt``: вопрос и источники [1]…[k] берутся из его текста.
+
+        В промпте другого вида нет пронумерованных источников — тогда ответ ``REFUSAL``.
+        Пример: ``ExtractiveGenerator().generate(build_prompt(query, hits))``.
+        Глава 10. От поиска к ответу.
+        """
+        require_text(prompt, "Промпт")
+        start, end = prompt.find(_CONTEXT), prompt.rfind(_QUESTION)
+        if start < 0 or end < start:
+            return REFUSAL
+        context = prompt[start + len(_CONTEXT) : end]
+        query = prompt[end + len(_QUESTION) :].removesuffix(_ANSWER)
+        headers = []
+        for match in _SOURCE_RE.finditer(context):  # номера идут подряд: строку текста, похожую
+            if int(match.group(1)) == len(headers) + 1:  # на заголовок, не примем за источник
+                headers.append(match)
+        sources = [
+            (n, context[m.end() : headers[n].start() if n < len(headers) else len(context)])
+            for n, m in enumerate(headers, start=1)
+        ]
+        return self._compose(query, sources)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Итог ``answer``: текст ответа, найденные чанки, промпт, проверка цитат и запасной ли ответ.
+
+    ``fallback=True`` — генератор не ответил, и ``text`` — запасной экстрактивный ответ по тем
+    же чанкам; ``reason`` объясняет, что случилось (или почему ответ — отказ).
+    Пример: ``answer(query, index).citations.ok`` → ``True``. Глава 10. От поиска к ответу.
+    """
+
+    query: str
+    text: str
+    hits: tuple[Hit, ...]
+    prompt: str
+    citations: CitationReport
+    fallback: bool = False
+    reason: str = ""
+
+    def __str__(self) -> str:
+        lines = [self.text, str(self.citations)]
+        if self.reason:
+            lines.append(("Запасной ответ: " if self.fallback else "") + self.reason)
+        return "\n".join(lines)
+
+
+def _generators(generator, index) -> list:
+    if generator is None:
+        return [ExtractiveGenerator(getattr(index, "embedder", None))]
+    generators = list(generator) if isinstance(generator, (list, tuple)) else [generator]
+    for g in generators:
+        if not callable(getattr(g, "generate", None)):
+            raise MiniRagError(
+                f"generator должен уметь generate(prompt) -> str, а {type(g).__name__} не умеет. "
+                f"Возьми ExtractiveGenerator(), OpenAIChat() или OllamaChat()."
+            )
+    if not generators:
+        raise MiniRagError("Список генераторов пуст: передай хотя бы ExtractiveGenerator().")
+    return generators
+
+
+def answer(query: str, index, generator=None, k: int = 3, threshold: float | None = None) -> Answer:
+    """Найти k чанков, собрать промпт, получить ответ генератора и проверить его цитаты.
+
+    ``generator`` — один генератор или список: они пробуются по очереди до первого ответа.
+    Если не ответил ни один (сеть, таймаут, ошибка), ``answer`` не бросает исключение, а
+    возвращает ``Answer(fallback=True)`` с экстрактивным ответом по найденному и причиной.
+    Ничего не прошло порог — генератор не зовётся, ответ ``REFUSAL``. ``index`` — всё, у
+    чего есть ``search(query, k=, threshold=)``.
+    Пример: ``print(answer("Сколько дней отпуска?", index, OllamaChat(), k=3))``.
+    Глава 10. От поиска к ответу.
+    """
+    require_text(query, "Вопрос")
+    generators = _generators(generator, index)
+    hits = tuple(index.search(query, k=k, threshold=threshold))
+    prompt = build_prompt(query, hits)
+    if not hits:
+        reason = "ни один чанк не прошёл порог" if threshold is not None else "поиск ничего не нашёл"
+        return Answer(query, REFUSAL, hits, prompt, check_citations(REFUSAL, hits), False,
+                      f"{reason}, генератор не вызывался.")
+    failures = []
+    for g in generators:
+        try:
+            text = g.generate(prompt)
+            if not isinstance(text, str):
+                raise MiniRagError(f"generate вернул {type(text).__name__}, а нужна строка")
+        except Exception as exc:  # noqa: BLE001 — любая ошибка генератора ведёт к запасному ответу
+            failures.append(f"{type(g).__name__}: {exc}")
+            continue
+        return Answer(query, text, hits, prompt, check_citations(text, hits))
+    text = ExtractiveGenerator().answer_from(query, hits)
+    return Answer(query, text, hits, prompt, check_citations(text, hits), True, "; ".join(failures))

@@ -1,0 +1,152 @@
+"""Гибридный поиск: косинус + BM25, слитые по RRF, и принудительные точные совпадения.
+
+Косинус ловит смысл (насколько его видит эмбеддер), BM25 — точные слова. Их оценки
+несравнимы (косинус от −1 до 1, BM25 от 0 до ∞), поэтому сливаются не оценки, а места:
+reciprocal rank fusion (RRF). Чанки двух списков сопоставляются по имени
+(doc_id, chunk_id), а не по позиции в списке. Фраза в кавычках или номер «№ 8821» в запросе
+ставит чанки, где она есть, в начало выдачи. Модуль не обучает веса слияния и не
+нормирует оценки: RRF устроен так, чтобы это было не нужно.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable, Sequence
+
+from .bm25 import BM25
+from .errors import MiniRagError
+from .index import Chunk, Hit, Index, require_k
+from .text import require_text, tokenize
+
+# «…», "…", “…”, „…“ — фраза; № 8821 (пробел после № не обязателен) — номер.
+_QUOTED_RE = re.compile(r"«([^«»]+)»|\"([^\"]+)\"|“([^”]+)”|„([^“”]+)[“”]")
+_NUMBER_RE = re.compile(r"№\s*([0-9][0-9a-zа-яё/\-]*)", re.IGNORECASE)
+
+
+def rrf(rankings: Sequence[Sequence[Hashable]], k: float = 60) -> list[tuple[Hashable, float]]:
+    """Слить несколько ранжированных списков: оценка = Σ 1/(k + место), место считается с 1.
+
+    Так в статье Cormack, Clarke, Büttcher (2009), k=60. В версии с местами от 0 первый
+    получает 1/k вместо 1/(k+1) — то же самое, что места с 1 и k−1: порядок почти всегда
+    тот же, числа чуть другие. При равных оценках раньше тот, кто раньше встретился,
+    если читать списки по очереди. Пример: ``rrf([["a", "b"], ["b", "c"]])[0]`` →
+    ``('b', 0.0325…)``. Глава 9. За пределами косинуса.
+    """
+    if isinstance(rankings, (str, bytes)) or not isinstance(rankings, Sequence):
+        raise MiniRagError("rankings должен быть списком ранжированных списков, например [[\"a\", \"b\"], [\"b\"]].")
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
+        raise MiniRagError(f"k в RRF должен быть числом ≥ 0, получено {k!r}. Обычно берут k=60.")
+    scores: dict[Hashable, float] = {}
+    for n, ranking in enumerate(rankings):
+        if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
+            raise MiniRagError(f"Список №{n} должен быть последовательностью ключей, а получено {ranking!r:.60}.")
+        if len(set(ranking)) != len(ranking):
+            raise MiniRagError(f"В списке №{n} есть повторы: у каждого ключа одно место. Убери дубликаты.")
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+    # sorted устойчив: при равной оценке ключи остаются в порядке первого появления
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def _require_index(index: object) -> Index:
+    if not isinstance(index, Index):
+        raise MiniRagError(f"index должен быть Index, а получено {type(index).__name__}: построй его через Index.build(docs).")
+    return index
+
+
+def _stem_of(index: Index) -> bool:
+    """Токенизировать так же, как эмбеддер индекса: со стеммингом, если он у эмбеддера включён."""
+    return bool(getattr(index.embedder, "stem", False))
+
+
+def index_bm25(index: Index, *, k1: float = 1.5, b: float = 0.75, variant: str = "lucene") -> BM25:
+    """BM25 над чанками индекса (по порядку матрицы), токены — как у эмбеддера индекса.
+
+    Построй один раз и передавай в ``hybrid_search(..., bm25=...)`` для многих запросов.
+    Пример: ``bm25 = index_bm25(index)``. Глава 9. За пределами косинуса.
+    """
+    _require_index(index)
+    stem = _stem_of(index)
+    return BM25([tokenize(chunk.text, stem=stem) for chunk in index.chunks], k1=k1, b=b, variant=variant)
+
+
+def exact_phrases(query: str) -> list[str]:
+    """Фразы в кавычках («…», "…", “…”) и номера вида «№ 8821» из запроса, по порядку.
+
+    Пример: ``exact_phrases('приказ № 8821 про «удалённую работу»')`` → ``['удалённую работу', '8821']``.
+    Глава 9. За пределами косинуса.
+    """
+    require_text(query, "Запрос")
+    quoted = [next(g for g in m.groups() if g is not None) for m in _QUOTED_RE.finditer(query)]
+    numbers = _NUMBER_RE.findall(query)
+    return [phrase for phrase in quoted + numbers if tokenize(phrase)]
+
+
+def _contains(tokens: list[str], phrase: list[str]) -> bool:
+    """Есть ли фраза в токенах подряд (сравнение по токенам: регистр и знаки не важны)."""
+    joined = " " + " ".join(tokens) + " "
+    return " " + " ".join(phrase) + " " in joined
+
+
+def force_exact(index: Index, query: str, hits: Sequence[Hit], k: int = 3) -> list[Hit]:
+    """Поставить в начало выдачи чанки, где есть фраза в кавычках или номер из запроса.
+
+    Такие чанки идут первыми (в их порядке в ``hits``, затем новые — в порядке индекса),
+    за ними остальные ``hits`` в прежнем порядке; всего не больше k. Совпадение — по
+    токенам подряд без стемминга; просматриваются все чанки индекса (для учебных корпусов
+    это быстро). Чанк, которого не было в ``hits``, получает score 0.0: он попал в выдачу
+    только по точному совпадению.
+    Пример: ``force_exact(index, "счёт № 8821", index.search("счёт № 8821", k=3), k=3)``.
+    Глава 9. За пределами косинуса.
+    """
+    k = require_k(k)
+    _require_index(index)
+    phrases = [tokenize(p) for p in exact_phrases(query)]
+    hits = list(hits)
+    if not all(isinstance(hit, Hit) for hit in hits):
+        raise MiniRagError("hits должен быть списком Hit — тем, что вернул поиск.")
+    if phrases:
+        matched = [c for c in index.chunks if any(_contains(tokenize(c.text), p) for p in phrases)]
+        matched_keys = {(c.doc_id, c.chunk_id) for c in matched}
+        known = {(h.doc_id, h.chunk_id) for h in hits}
+        forced = [h for h in hits if (h.doc_id, h.chunk_id) in matched_keys]
+        forced += [Hit(0, 0.0, c.doc_id, c.chunk_id, c.title, c.text) for c in matched
+                   if (c.doc_id, c.chunk_id) not in known]
+        hits = forced + [h for h in hits if (h.doc_id, h.chunk_id) not in matched_keys]
+    return [Hit(rank, h.score, h.doc_id, h.chunk_id, h.title, h.text) for rank, h in enumerate(hits[:k], start=1)]
+
+
+def hybrid_search(index: Index, query: str, k: int = 3, *, candidates: int = 20, rrf_k: float = 60,
+                  bm25: BM25 | None = None, exact: bool = True) -> list[Hit]:
+    """Гибридный поиск: лучшие ``candidates`` по косинусу и по BM25, слитые RRF по (doc_id, chunk_id).
+
+    ``score`` у результата — оценка RRF. ``exact=True`` ставит вперёд чанки с фразой в кавычках
+    или номером из запроса (``force_exact``). ``bm25`` — готовый ``index_bm25(index)``; без него
+    BM25 строится заново при каждом вызове. Пример: ``hybrid_search(index, "приказ № 8821", k=3)``.
+    Глава 9. За пределами косинуса.
+    """
+    k = require_k(k)
+    n = max(require_k(candidates), k)
+    _require_index(index)
+    bm25 = bm25 if bm25 is not None else index_bm25(index)
+    if not isinstance(bm25, BM25) or len(bm25) != len(index):
+        raise MiniRagError(f"bm25 должен быть BM25 над чанками этого индекса ({len(index)} чанков): "
+                           f"построй его как index_bm25(index).")
+    chunks: dict[tuple[str, int], Chunk] = {}
+    by_cosine = []
+    for hit in index.search(query, k=n):
+        key = (hit.doc_id, hit.chunk_id)
+        chunks[key] = Chunk(hit.doc_id, hit.chunk_id, hit.title, hit.text)
+        by_cosine.append(key)
+    by_bm25 = []
+    for position, _ in bm25.search(tokenize(query, stem=_stem_of(index)), n):
+        chunk = index.chunk(position)
+        key = (chunk.doc_id, chunk.chunk_id)
+        chunks[key] = chunk
+        by_bm25.append(key)
+    fused = [Hit(rank, score, *key, chunks[key].title, chunks[key].text)
+             for rank, (key, score) in enumerate(rrf([by_cosine, by_bm25], k=rrf_k), start=1)]
+    if exact:
+        return force_exact(index, query, fused, k)
+    return fused[:k]

@@ -1,0 +1,231 @@
+"""Свои файлы → документы: .txt, .md, .csv, .html, а с пакетами pypdf и python-docx — .pdf и .docx.
+
+``id`` документа — путь к файлу относительно папки (у строки CSV — ``путь:номер строки``),
+поэтому цитата [n] ведёт к файлу. ``title`` — первый заголовок (# в Markdown, <title> или
+<h1> в HTML, стиль «Заголовок» в DOCX, название в свойствах PDF), иначе имя файла.
+Каждый файл, который не удалось прочитать, попадает в ``LoadReport.skipped`` с причиной —
+ничего не пропадает молча. Скрытые файлы и папки (``.git``, ``.DS_Store``) не читаются.
+Модуль не режет текст на чанки, не распознаёт сканы (OCR) и не угадывает кодировку:
+текстовые файлы читаются в UTF-8.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+from .errors import MiniRagError
+from .index import Document
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+SUFFIXES = (*TEXT_SUFFIXES, ".csv", ".html", ".htm", ".pdf", ".docx")
+MAX_BYTES = 50_000_000  # файлы больше 50 МБ не читаем: это почти наверняка не текст для RAG
+_MD_HEADING_RE = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_EXTRA = "pip install 'minirag[files]'"
+
+
+@dataclass
+class LoadReport:
+    """Итог загрузки папки: прочитанные документы и пропущенные файлы с причинами.
+
+    Пример: ``report = load_folder("мои_документы"); report.docs, report.skipped``.
+    Глава 10. От поиска к ответу.
+    """
+
+    docs: list[Document] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"Прочитано документов: {len(self.docs)}, пропущено файлов: {len(self.skipped)}."]
+        lines += [f"  пропущен {path}: {reason}" for path, reason in self.skipped]
+        return "\n".join(lines)
+
+
+class _HTMLText(HTMLParser):
+    """Текст HTML без тегов: скрипты, стили и <head> (кроме <title>) выбрасываются, блоки — с новой строки."""
+
+    _BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "table",
+               "ul", "ol", "blockquote", "pre", "header", "footer", "main", "nav", "dd", "dt"}
+    _HIDDEN = {"script", "style", "head", "template", "noscript", "svg"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = self.h1 = ""
+        self._hidden = 0
+        self._in = ""
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self._HIDDEN:
+            self._hidden += 1
+        if tag in self._BLOCKS:
+            self.parts.append("\n")
+        if tag in ("title", "h1"):
+            self._in = tag
+
+    def handle_endtag(self, tag):
+        if tag in self._HIDDEN:
+            self._hidden = max(0, self._hidden - 1)
+        if tag in self._BLOCKS:
+            self.parts.append("\n")
+        if tag == self._in:
+            self._in = ""
+
+    def handle_data(self, data):
+        if self._in == "title" and not self.title:
+            self.title = " ".join(data.split())
+        elif self._in == "h1" and not self.h1:
+            self.h1 = " ".join(data.split())
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def _tidy(text: str) -> str:
+    """Пробелы внутри строк — по одному, пустые строки — не больше одной подряд."""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _read_text(path: Path, encoding: str) -> str:
+    try:
+        return path.read_bytes().decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise MiniRagError(f"файл не в кодировке {encoding} (байт {exc.object[exc.start]:#04x} в позиции "
+                           f"{exc.start}): пересохрани его в UTF-8") from None
+
+
+def _pdf(path: Path) -> tuple[str, str]:
+    try:
+        from pypdf import PdfReader
+    except ImportError:
+        raise MiniRagError(f"для PDF нужен пакет pypdf: {_EXTRA}") from None
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            raise MiniRagError("PDF зашифрован: сними пароль и сохрани файл заново")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = (reader.metadata.title if reader.metadata else None) or ""
+    except MiniRagError:
+        raise
+    except Exception as exc:  # noqa: BLE001 — pypdf бросает на битых файлах самые разные ошибки
+        raise MiniRagError(f"PDF не читается ({type(exc).__name__}: {exc}); открой его и пересохрани") from None
+    return str(title).strip(), "\n\n".join(pages)
+
+
+def _docx(path: Path) -> tuple[str, str]:
+    try:
+        import docx
+    except ImportError:
+        raise MiniRagError(f"для DOCX нужен пакет python-docx: {_EXTRA}") from None
+    try:
+        document = docx.Document(str(path))
+        paragraphs = [(p.style.name if p.style is not None else "", p.text) for p in document.paragraphs]
+        cells = [cell.text for table in document.tables for row in table.rows for cell in row.cells]
+    except Exception as exc:  # noqa: BLE001 — битый zip, не тот XML: причин много
+        raise MiniRagError(f"DOCX не читается ({type(exc).__name__}: {exc}); открой его и пересохрани") from None
+    title = next((text for style, text in paragraphs if text.strip() and style.startswith(("Title", "Heading"))), "")
+    return title.strip(), "\n".join([text for _, text in paragraphs] + list(dict.fromkeys(cells)))
+
+
+def _csv_rows(text: str, doc_id: str, title: str) -> list[Document]:
+    try:
+        dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
+    except csv.Error:
+        dialect = csv.excel
+    reader = csv.reader(io.StringIO(text), dialect)
+    try:
+        header = next(reader, [])
+        docs = []
+        for row in reader:  # «столбец: значение» по строке; лишние значения без имени столбца
+            names = [name.strip() for name in header] + [""] * max(0, len(row) - len(header))
+            body = "\n".join(f"{name}: {value.strip()}" if name else value.strip()
+                             for name, value in zip(names, row, strict=False) if value.strip())
+            if body:
+                docs.append(Document(f"{doc_id}:{reader.line_num}", title, body))
+    except csv.Error as exc:
+        raise MiniRagError(f"CSV не разбирается (строка {reader.line_num}: {exc})") from None
+    if not docs:
+        raise MiniRagError("в CSV нет ни одной строки с данными под строкой заголовков")
+    return docs
+
+
+def load_file(path: str | os.PathLike, root: str | os.PathLike | None = None, *,
+              encoding: str = "utf-8") -> list[Document]:
+    """Документы одного файла (у CSV — по документу на строку, первая строка — заголовки столбцов).
+
+    ``id`` — путь относительно ``root`` (без него — имя файла). Не читается — ``MiniRagError``
+    с причиной. Пример: ``load_file("docs/отпуск.md", root="docs")[0].id`` → ``'отпуск.md'``.
+    Глава 10. От поиска к ответу.
+    """
+    path = Path(path)
+    try:
+        doc_id = path.relative_to(root).as_posix() if root is not None else path.name
+    except ValueError:
+        raise MiniRagError(f"{path} лежит не внутри {root}: передай root — папку, где лежит файл") from None
+    suffix = path.suffix.lower()
+    if path.is_dir():
+        raise MiniRagError(f"{path} — папка, а не файл: передай её в load_folder")
+    if not path.is_file():
+        raise MiniRagError(f"{path} нет или это не обычный файл (битая ссылка?)")
+    if suffix not in SUFFIXES:
+        raise MiniRagError(f"формат {suffix or 'без расширения'} не поддерживается, читаются {', '.join(SUFFIXES)}")
+    if path.stat().st_size > MAX_BYTES:
+        raise MiniRagError(f"файл больше {MAX_BYTES // 1_000_000} МБ: раздели его или вынь из папки")
+    title = ""
+    if suffix == ".pdf":
+        title, text = _pdf(path)
+    elif suffix == ".docx":
+        title, text = _docx(path)
+    else:
+        text = _read_text(path, encoding).removeprefix("\ufeff")
+        if suffix == ".csv":
+            return _csv_rows(text, doc_id, path.name)
+        if suffix in (".html", ".htm"):
+            parser = _HTMLText()
+            parser.feed(text)
+            parser.close()
+            title, text = parser.title or parser.h1, "".join(parser.parts)
+        elif suffix in (".md", ".markdown"):
+            heading = _MD_HEADING_RE.search(text)
+            title = heading.group(1) if heading else ""
+    text = _tidy(text)
+    if not text:
+        scan = " (скан без текстового слоя? нужен OCR)" if suffix == ".pdf" else ""
+        raise MiniRagError(f"в файле нет текста{scan}")
+    return [Document(doc_id, title or path.name, text)]
+
+
+def load_folder(folder: str | os.PathLike, *, encoding: str = "utf-8", progress: bool = False) -> LoadReport:
+    """Прочитать все файлы папки и подпапок по порядку путей; нечитаемые — в ``skipped`` с причиной.
+
+    Пример: ``Index.build(load_folder("мои_документы").docs)``. Глава 10. От поиска к ответу.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MiniRagError(f"Папки {folder} нет. Укажи папку со своими файлами (.txt, .md, .csv, .html, .pdf, .docx).")
+    paths, report = [], LoadReport()
+    for current, dirs, files in os.walk(folder):  # по ссылкам на папки не ходим: так не зациклиться
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        linked = [d for d in dirs if Path(current, d).is_symlink()]
+        report.skipped += [(Path(current, d).relative_to(folder).as_posix(), "ссылка на папку: положи файлы в саму папку")
+                           for d in linked]
+        paths += [Path(current, name) for name in files if not name.startswith(".")]
+    paths.sort(key=lambda p: p.relative_to(folder).as_posix())
+    if progress:
+        from tqdm.auto import tqdm
+
+        paths = tqdm(paths, desc="Чтение файлов", unit="файл")
+    for path in paths:
+        try:
+            report.docs += load_file(path, folder, encoding=encoding)
+        except MiniRagError as exc:
+            report.skipped.append((path.relative_to(folder).as_posix(), str(exc)))
+        except OSError as exc:
+            report.skipped.append((path.relative_to(folder).as_posix(), f"не читается: {exc.strerror or exc}"))
+    report.skipped.sort()
+    return report

@@ -1,0 +1,172 @@
+"""Экстрактивный генератор, протокол генератора и ``answer`` с запасным ответом."""
+
+from __future__ import annotations
+
+import math
+import re
+import socket
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minirag import (
+    REFUSAL,
+    Answer,
+    ExtractiveGenerator,
+    Generator,
+    HashEmbedder,
+    Hit,
+    Index,
+    MiniRagError,
+    OpenAIChat,
+    answer,
+    build_prompt,
+    check_citations,
+    tokenize,
+)
+from minirag.data import DEMO_DOCS, DEMO_QUERIES
+
+HITS = [
+    Hit(1, 0.8, "vacation", 1, "Отпуск", "Ежегодный отпуск длится 28 дней. Его можно делить на части."),
+    Hit(2, 0.5, "vacation", 2, "Отпуск", "Заявку на отпуск подают за две недели."),
+    Hit(3, 0.2, "vpn", 1, "VPN", "VPN нужен для доступа из дома."),
+]
+INDEX = Index.build(DEMO_DOCS, HashEmbedder())
+WORDS = sorted({word for doc in DEMO_DOCS for word in tokenize(doc.text)})
+
+
+class Scripted:
+    """Генератор-заглушка: отвечает заготовленными репликами (исключение — бросает) и пишет промпты."""
+
+    def __init__(self, *replies):
+        self.replies, self.prompts = list(replies), []
+
+    def generate(self, prompt):
+        self.prompts.append(prompt)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+def test_hand_worked_answer_quotes_the_closest_sentences_with_their_sources():
+    # «Сколько дней длится отпуск?» и «Ежегодный отпуск длится 28 дней.» делят 3 токена из 4 и 5:
+    # без коллизий хешей косинус 3/√20 = 0.6708 — лучшая оценка; «Его можно делить…» — отрицательная.
+    query = "Сколько дней длится отпуск?"
+    embedder = HashEmbedder()
+    assert embedder.embed_one(query) @ embedder.embed_one("Ежегодный отпуск длится 28 дней.") == pytest.approx(
+        3 / math.sqrt(20))
+    text = ExtractiveGenerator().answer_from(query, HITS)
+    assert text == "Ежегодный отпуск длится 28 дней [1]. Заявку на отпуск подают за две недели [2]."
+    assert ExtractiveGenerator(max_sentences=1).answer_from(query, HITS) == "Ежегодный отпуск длится 28 дней [1]."
+    assert check_citations(text, HITS).ok
+
+
+def test_the_generator_reads_the_same_prompt_a_model_would():
+    hits = [*HITS, Hit(4, 0.1, "odd", 1, "Странный", "[2] Заголовок (x, чанк 1)\nСм. пункт [2] правил.\n\nВопрос: нет")]
+    query = "Какой пункт правил про отпуск?"
+    generator = ExtractiveGenerator(max_sentences=4)
+    assert isinstance(generator, Generator)
+    text = generator.generate(build_prompt(query, hits))
+    assert text == generator.answer_from(query, hits)
+    assert "(2)" in text and check_citations(text, hits).ok  # [2] из текста чанка — не ссылка
+    assert generator.generate("Просто вопрос без контекста") == REFUSAL
+
+
+def test_nothing_to_quote_is_an_honest_refusal():
+    assert ExtractiveGenerator().answer_from("Сколько дней длится отпуск?", []) == REFUSAL
+    assert ExtractiveGenerator().answer_from("?!", HITS) == REFUSAL  # у вопроса без слов все оценки 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    query=st.one_of(st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join), st.text(max_size=40),
+                    st.sampled_from([q.text for q in DEMO_QUERIES])),
+    k=st.integers(1, 6),
+    threshold=st.one_of(st.none(), st.floats(-0.2, 0.7)),
+)
+def test_extractive_answers_on_the_demo_corpus_always_pass_the_citation_check(query, k, threshold):
+    result = answer(query, INDEX, k=k, threshold=threshold)
+    assert result.citations.ok, (query, result.text, str(result.citations))
+    assert not result.fallback
+    if not result.hits:
+        assert result.text == REFUSAL
+        return
+    assert result.text == ExtractiveGenerator(INDEX.embedder).answer_from(query, result.hits)
+    for claim in re.findall(r"[^\[]+\[\d+\][.!?…]*", result.text):  # каждая цитата — из своего источника
+        n = int(re.search(r"\[(\d+)\]", claim).group(1))
+        quoted = re.sub(r" \[\d+\]", "", claim).strip()
+        source = " ".join(result.hits[n - 1].text.split())
+        assert quoted in source or quoted.rstrip(".") in source, (claim, source)
+
+
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(st.text(alphabet="абв ABC 12[],.!?…»()\nВопрос:чанк", max_size=60), min_size=1, max_size=4),
+       query=st.text(alphabet="абв ABC 12[].?\n", max_size=20))
+def test_any_chunk_text_gives_checkable_citations(texts, query):
+    hits = [Hit(n, 0.5, f"d{n}", 1, "Т", text) for n, text in enumerate(texts, start=1)]
+    generator = ExtractiveGenerator(max_sentences=3)
+    text = generator.answer_from(query, hits)
+    assert check_citations(text, hits).ok, (text, str(check_citations(text, hits)))
+    if query.strip():
+        assert generator.generate(build_prompt(query, hits)) == text
+
+
+def test_answer_returns_data_the_learner_can_check():
+    result = answer(DEMO_QUERIES[0].text, INDEX, k=3)
+    assert isinstance(result, Answer) and len(result.hits) == 3 and not result.fallback
+    assert result.prompt == build_prompt(DEMO_QUERIES[0].text, list(result.hits))
+    assert result.citations == check_citations(result.text, result.hits)
+    assert result.text in str(result)
+
+
+def test_with_nothing_above_the_threshold_the_generator_is_not_called():
+    generator = Scripted()
+    result = answer("Сколько дней отпуска?", INDEX, generator, threshold=0.99)
+    assert result.text == REFUSAL and result.hits == () and generator.prompts == []
+    assert result.citations.ok and result.citations.refusal and "порог" in result.reason
+
+
+def test_a_failing_generator_gives_a_fallback_answer_with_everything_retrieved():
+    query = DEMO_QUERIES[0].text
+    failing = Scripted(ConnectionError("сеть упала"))
+    result = answer(query, INDEX, failing, k=3)
+    assert result.fallback and "сеть упала" in result.reason and "Scripted" in result.reason
+    assert result.hits == tuple(INDEX.search(query, k=3)) and failing.prompts == [result.prompt]
+    assert result.text == ExtractiveGenerator().answer_from(query, result.hits) and result.citations.ok
+    assert "Запасной ответ" in str(result)
+
+
+def test_generators_are_tried_in_order_until_one_answers():
+    first, second = Scripted(TimeoutError("долго")), Scripted("Отпуск 28 дней [1].")
+    result = answer("Сколько дней отпуска?", INDEX, [first, second])
+    assert result.text == "Отпуск 28 дней [1]." and not result.fallback and result.citations.ok
+    result = answer("Сколько дней отпуска?", INDEX, [Scripted(None), Scripted(RuntimeError("x"))])
+    assert result.fallback and "NoneType" in result.reason and "RuntimeError" not in result.reason
+    assert "x" in result.reason.split("; ")[1]
+
+
+def test_a_model_answer_that_breaks_the_rules_is_reported_not_hidden():
+    result = answer("Сколько дней отпуска?", INDEX, Scripted("Отпуск 28 дней. Так сказал мне друг [9]."))
+    assert not result.fallback and not result.citations.ok and result.citations.unknown == (9,)
+
+
+def test_an_unreachable_model_server_falls_back_and_names_the_url():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    result = answer("Сколько дней отпуска?", INDEX, OpenAIChat("qwen2.5:7b", url, retries=0))
+    assert result.fallback and url in result.reason and "OpenAIChat" in result.reason
+    assert result.citations.ok and len(result.hits) == 3
+
+
+def test_bad_arguments_are_explained():
+    with pytest.raises(MiniRagError, match="generate"):
+        answer("вопрос", INDEX, object())
+    with pytest.raises(MiniRagError, match="пуст"):
+        answer("вопрос", INDEX, [])
+    with pytest.raises(MiniRagError, match="max_sentences"):
+        ExtractiveGenerator(max_sentences=0)
+    with pytest.raises(MiniRagError, match="Hit"):
+        ExtractiveGenerator().answer_from("вопрос", ["не Hit"])

@@ -1,0 +1,136 @@
+"""Загрузчики своих файлов: что читается, как называется и что пропускается — всегда с причиной."""
+
+from __future__ import annotations
+
+import sys
+
+import docx
+import pytest
+
+from minirag import Index, LoadReport, MiniRagError, build_prompt, load_file, load_folder, loaders
+
+
+def make_pdf(text: str, title: str = "") -> bytes:
+    """Одностраничный PDF со строкой латиницы шрифтом Helvetica, смещения xref посчитаны честно."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> "
+        b"/Contents 4 0 R >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Title (" + title.encode("latin-1") + b") >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "мои_документы"
+    (root / "sub").mkdir(parents=True)
+    (root / "notes.txt").write_text("Отпуск длится 28 календарных дней.\nЕго можно делить на части.", encoding="utf-8")
+    (root / "sub" / "guide.md").write_text("Вступление.\n\n# Руководство по VPN\n\nКлиент «Фарватер» ставит ИТ.",
+                                           encoding="utf-8")
+    (root / "faq.csv").write_text("вопрос;ответ\nСколько суточных?;700 рублей в день\n\n;Без вопроса\n",
+                                  encoding="utf-8")
+    (root / "page.html").write_text(
+        "<html><head><title>Правила &laquo;Ладьи&raquo;</title><style>p{color:red}</style></head><body>"
+        "<script>var secret = 1;</script><h1>Пропуска</h1><p>Пропуск   выдают в&nbsp;кабинете 318.</p>"
+        "<p>Потерю оплачивают.</p></body></html>", encoding="utf-8")
+    (root / "policy.pdf").write_bytes(make_pdf("Business trips pay 700 roubles a day.", title="Travel policy"))
+    word = docx.Document()
+    word.add_paragraph("Черновик")
+    word.add_heading("Командировки", level=1)
+    word.add_paragraph("Суточные — 700 рублей.")
+    word.add_table(rows=1, cols=2).rows[0].cells[0].text = "Гостиница до 5000 рублей"
+    word.save(root / "trips.docx")
+    # то, что прочитать нельзя: каждый файл должен попасть в skipped по имени
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 9 0 R\nnot a PDF at all")
+    (root / "broken.docx").write_bytes(b"PK\x03\x04 not really a zip")
+    (root / "cp1251.txt").write_bytes("Отпуск".encode("cp1251"))
+    (root / "picture.png").write_bytes(b"\x89PNG\r\n")
+    (root / "empty.md").write_text("  \n\n ", encoding="utf-8")
+    (root / "header_only.csv").write_text("вопрос,ответ\n", encoding="utf-8")
+    (root / "gone.txt").symlink_to(root / "nowhere.txt")
+    (root / "linked").symlink_to(root / "sub", target_is_directory=True)
+    (root / "folder.txt").mkdir()  # папка с именем файла — это папка: её файлы читаются
+    (root / "folder.txt" / "inner.txt").write_text("Вложенный текст.", encoding="utf-8")
+    (root / ".hidden.txt").write_text("Скрытый текст.", encoding="utf-8")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]", encoding="utf-8")
+    return root
+
+
+def test_every_supported_format_becomes_documents_with_the_path_as_id(folder):
+    report = load_folder(folder)
+    docs = {doc.id: doc for doc in report.docs}
+    assert list(docs) == ["faq.csv:2", "faq.csv:4", "folder.txt/inner.txt", "notes.txt", "page.html",
+                          "policy.pdf", "sub/guide.md", "trips.docx"]
+    assert docs["notes.txt"].title == "notes.txt" and docs["notes.txt"].text.startswith("Отпуск длится 28")
+    assert docs["sub/guide.md"].title == "Руководство по VPN" and "«Фарватер»" in docs["sub/guide.md"].text
+    assert docs["faq.csv:2"].text == "вопрос: Сколько суточных?\nответ: 700 рублей в день"  # разделитель «;»
+    assert docs["faq.csv:4"].text == "ответ: Без вопроса" and docs["faq.csv:2"].title == "faq.csv"
+    page = docs["page.html"]
+    assert page.title == "Правила «Ладьи»"
+    assert page.text == "Пропуска\n\nПропуск выдают в кабинете 318.\n\nПотерю оплачивают."
+    assert docs["policy.pdf"].title == "Travel policy" and "700 roubles a day" in docs["policy.pdf"].text
+    assert docs["trips.docx"].title == "Командировки"
+    assert docs["trips.docx"].text == "Черновик\nКомандировки\nСуточные — 700 рублей.\nГостиница до 5000 рублей"
+
+
+def test_unreadable_files_are_reported_by_name_with_a_reason(folder):
+    skipped = dict(load_folder(folder).skipped)
+    assert sorted(skipped) == ["broken.docx", "broken.pdf", "cp1251.txt", "empty.md", "gone.txt",
+                               "header_only.csv", "linked", "picture.png"]
+    assert "PDF не читается" in skipped["broken.pdf"] and "DOCX не читается" in skipped["broken.docx"]
+    assert "UTF-8" in skipped["cp1251.txt"] and "0xce" in skipped["cp1251.txt"]
+    assert ".png не поддерживается" in skipped["picture.png"] and "нет текста" in skipped["empty.md"]
+    assert "ссылка на папку" in skipped["linked"]
+    assert "битая ссылка" in skipped["gone.txt"] and "ни одной строки" in skipped["header_only.csv"]
+    assert "пропущен broken.pdf: PDF не читается" in str(load_folder(folder))
+
+
+def test_hidden_files_and_folders_are_not_read(folder):
+    ids = [doc.id for doc in load_folder(folder).docs] + [path for path, _ in load_folder(folder).skipped]
+    assert not any(part.startswith(".") for path in ids for part in path.split("/"))
+
+
+def test_citations_lead_back_to_the_file(folder):
+    index = Index.build(load_folder(folder).docs)
+    hits = index.search("VPN Фарватер", k=1)
+    assert hits[0].doc_id == "sub/guide.md"
+    assert "[1] Руководство по VPN (sub/guide.md, чанк 1)" in build_prompt("Как поставить VPN?", hits)
+
+
+def test_load_file_explains_what_is_wrong(folder):
+    assert load_file(folder / "sub" / "guide.md", root=folder)[0].id == "sub/guide.md"
+    assert load_file(folder / "notes.txt")[0].id == "notes.txt"
+    with pytest.raises(MiniRagError, match="папка"):
+        load_file(folder / "folder.txt")
+    with pytest.raises(MiniRagError, match="не внутри"):
+        load_file(folder / "notes.txt", root=folder / "sub")
+    with pytest.raises(MiniRagError, match="Папки .* нет"):
+        load_folder(folder / "нет_такой")
+
+
+def test_without_the_optional_packages_pdf_and_docx_are_skipped_with_the_install_command(folder, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pypdf", None)
+    monkeypatch.setitem(sys.modules, "docx", None)
+    skipped = dict(load_folder(folder).skipped)
+    assert "minirag[files]" in skipped["policy.pdf"] and "minirag[files]" in skipped["trips.docx"]
+
+
+def test_too_large_files_are_skipped(folder, monkeypatch):
+    monkeypatch.setattr(loaders, "MAX_BYTES", 40)
+    report = load_folder(folder)
+    assert "больше" in dict(report.skipped)["notes.txt"] and isinstance(report, LoadReport)
