@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fakes import Scripted
 
 from minirag import (
     REFUSAL,
@@ -26,20 +27,6 @@ DOCS = [
     Document("pass", "Пропуск", "Пропуск в офис выдают в кабинете 318."),
 ]
 INDEX = Index.build(DOCS, HashEmbedder())
-
-
-class Scripted:
-    """Генератор-заглушка: заготовленные реплики по очереди (исключение — бросает), промпты записываются."""
-
-    def __init__(self, *replies):
-        self.replies, self.prompts = list(replies), []
-
-    def generate(self, prompt):
-        self.prompts.append(prompt)
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
 
 
 def test_hyde_searches_with_the_hypothetical_answer():

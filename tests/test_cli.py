@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from test_remote import ENV, FakeServer, dead_url
+from fakes import ENV, FakeServer, dead_url
 
 from minirag.__main__ import main
 

@@ -7,6 +7,7 @@ import re
 import socket
 
 import pytest
+from fakes import Scripted
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,20 +35,6 @@ HITS = [
 ]
 INDEX = Index.build(DEMO_DOCS, HashEmbedder())
 WORDS = sorted({word for doc in DEMO_DOCS for word in tokenize(doc.text)})
-
-
-class Scripted:
-    """Генератор-заглушка: отвечает заготовленными репликами (исключение — бросает) и пишет промпты."""
-
-    def __init__(self, *replies):
-        self.replies, self.prompts = list(replies), []
-
-    def generate(self, prompt):
-        self.prompts.append(prompt)
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
 
 
 def test_hand_worked_answer_quotes_the_closest_sentences_with_their_sources():
