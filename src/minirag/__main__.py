@@ -35,7 +35,7 @@ def demo() -> int:
     Пример: ``python -m minirag``. Глава 0. Введение.
     """
     index = Index.build(DEMO_DOCS, HashEmbedder(dim=96))
-    print(f"Индекс: {len(index.docs)} документов, {len(index)} чанков, {index.fingerprint}\n")
+    print(f"Индекс: документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}\n")
     first_hits = None
     for query in DEMO:
         hits = index.search(query, k=3)
