@@ -9,12 +9,8 @@
 
 from __future__ import annotations
 
-import io
-import json
 import math
 import os
-import tempfile
-import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,8 +23,6 @@ from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
 from .text import require_text
 
-FORMAT_NAME = "minirag-index"
-FORMAT_VERSION = 1
 _EMBED_BATCH = 2048  # столько текстов эмбеддим за раз
 _QUERY_BLOCK = 64  # столько запросов за одно умножение матриц: 64 × 100 000 float32 = 25 МБ
 
@@ -315,49 +309,15 @@ class Index:
             results.extend(self._hits(row, k, threshold) for row in block)
         return results
 
-    # ---------- файл ----------
+    # ---------- файл (формат и атомарная запись — в store.py) ----------
     def save(self, path: str | os.PathLike) -> Path:
-        """Сохранить индекс в один файл (zip: manifest.json, docs.json, spans.npy, vectors.npy).
+        """Сохранить индекс в один самоописывающий файл; сбой посреди записи не портит прежний.
 
-        Запись атомарная: сначала во временный файл рядом, затем переименование, поэтому
-        сбой посреди записи оставляет прежний файл целым. Пример: ``index.save("demo.minirag")``.
-        Глава 5. Индекс и поиск.
+        Пример: ``index.save("demo.minirag")``. Глава 5. Индекс и поиск.
         """
-        path = Path(path)
-        if not path.parent.is_dir():
-            raise MiniRagError(f"Папки {path.parent} нет: создай её или укажи другой путь для индекса.")
-        manifest = {
-            "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            "fingerprint": self.fingerprint,
-            "dim": int(self._matrix.shape[1]),
-            "dtype": "float32",
-            "n_docs": len(self.docs),
-            "n_chunks": len(self),
-            "files": {
-                "docs.json": "документы: id, title, text",
-                "spans.npy": "int64 (n_chunks, 4): номер документа, chunk_id, start, end",
-                "vectors.npy": "float32 (n_chunks, dim): строки единичной длины",
-            },
-        }
-        docs = [{"id": d.id, "title": d.title, "text": d.text} for d in self.docs]
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as raw:
-                with zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED) as archive:
-                    archive.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
-                    archive.writestr("docs.json", json.dumps(docs, ensure_ascii=False))
-                    for name, array in (("spans.npy", self._spans), ("vectors.npy", self._matrix)):
-                        buffer = io.BytesIO()
-                        np.save(buffer, array, allow_pickle=False)
-                        archive.writestr(name, buffer.getvalue())
-                raw.flush()
-                os.fsync(raw.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        from .store import save_index
+
+        return save_index(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike, embedder: Embedder | None = None) -> Index:
@@ -365,42 +325,6 @@ class Index:
 
         Пример: ``Index.load("demo.minirag", HashEmbedder(dim=96))``. Глава 5. Индекс и поиск.
         """
-        path = Path(path)
-        embedder = embedder if embedder is not None else HashEmbedder()
-        if not path.is_file():
-            raise MiniRagError(f"Файла индекса {path} нет. Сначала построй индекс и сохрани его: index.save(path).")
-        broken = f"Файл {path} повреждён или это не индекс minirag"
-        try:
-            with zipfile.ZipFile(path) as archive:
-                manifest = json.loads(archive.read("manifest.json"))
-                if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-                    raise MiniRagError(f"{broken}: в manifest.json нет format={FORMAT_NAME!r}.")
-                version = manifest.get("version")
-                if version != FORMAT_VERSION:
-                    raise MiniRagError(
-                        f"Индекс {path} записан в формате версии {version!r}, а эта версия minirag "
-                        f"читает версию {FORMAT_VERSION}. Перестрой индекс: Index.build(docs).save(path)."
-                    )
-                if manifest.get("fingerprint") != embedder.fingerprint:
-                    raise EmbedderMismatchError(
-                        f"Индекс {path} построен эмбеддером «{manifest.get('fingerprint')}», а загружается "
-                        f"с «{embedder.fingerprint}». Загрузи его тем же эмбеддером или перестрой индекс."
-                    )
-                docs = [Document(d["id"], d["title"], d["text"]) for d in json.loads(archive.read("docs.json"))]
-                spans = np.load(io.BytesIO(archive.read("spans.npy")), allow_pickle=False)
-                matrix = np.load(io.BytesIO(archive.read("vectors.npy")), allow_pickle=False)
-        except MiniRagError:
-            raise
-        except (zipfile.BadZipFile, KeyError, ValueError, TypeError, OSError, EOFError) as exc:
-            raise MiniRagError(f"{broken} ({type(exc).__name__}: {exc}). Перестрой индекс и сохрани заново.") from exc
-        n = manifest.get("n_chunks")
-        consistent = (
-            spans.dtype == np.int64 and spans.ndim == 2 and spans.shape == (n, 4)
-            and matrix.dtype == np.float32 and matrix.shape == (n, manifest.get("dim"))
-            and len(docs) == manifest.get("n_docs")
-            and (n == 0 or (spans[:, 0].min() >= 0 and spans[:, 0].max() < len(docs)))
-            and bool(np.all(np.isfinite(matrix)))
-        )
-        if not consistent:
-            raise MiniRagError(f"{broken}: размеры частей не сходятся с manifest.json. Перестрой индекс.")
-        return cls(embedder, docs, spans, matrix)
+        from .store import load_index
+
+        return load_index(path, embedder)

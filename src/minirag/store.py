@@ -1,0 +1,116 @@
+"""Индекс на диске: один самоописывающий файл и атомарная запись.
+
+Файл — zip без сжатия из четырёх частей: ``manifest.json`` (формат, версия, отпечаток
+эмбеддера, размеры и что лежит в каждой части), ``docs.json`` (документы), ``spans.npy``
+(чанк = номер документа, chunk_id, start, end) и ``vectors.npy`` (float32). Ничего не
+читается через pickle, поэтому чужой файл не может выполнить код при загрузке.
+Запись идёт во временный файл рядом и заканчивается ``os.replace``: сбой посреди записи
+оставляет прежний индекс целым. Модуль не строит индекс и не ищет — это ``index``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .embed import Embedder, HashEmbedder
+from .errors import EmbedderMismatchError, MiniRagError
+from .index import Document, Index
+
+FORMAT_NAME = "minirag-index"
+FORMAT_VERSION = 1
+
+
+def save_index(index: Index, path: str | os.PathLike) -> Path:
+    """Записать индекс в файл атомарно и вернуть путь.
+
+    Пример: ``save_index(index, "demo.minirag")``. Глава 5. Индекс и поиск.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise MiniRagError(f"Папки {path.parent} нет: создай её или укажи другой путь для индекса.")
+    spans = index._spans
+    manifest = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "fingerprint": index.fingerprint,
+        "dim": int(index.vectors.shape[1]),
+        "dtype": "float32",
+        "n_docs": len(index.docs),
+        "n_chunks": len(index),
+        "files": {
+            "docs.json": "документы: id, title, text",
+            "spans.npy": "int64 (n_chunks, 4): номер документа, chunk_id, start, end",
+            "vectors.npy": "float32 (n_chunks, dim): строки единичной длины",
+        },
+    }
+    docs = [{"id": d.id, "title": d.title, "text": d.text} for d in index.docs]
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            with zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED) as archive:
+                archive.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
+                archive.writestr("docs.json", json.dumps(docs, ensure_ascii=False))
+                for name, array in (("spans.npy", spans), ("vectors.npy", index.vectors)):
+                    buffer = io.BytesIO()
+                    np.save(buffer, array, allow_pickle=False)
+                    archive.writestr(name, buffer.getvalue())
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_index(path: str | os.PathLike, embedder: Embedder | None = None) -> Index:
+    """Прочитать индекс из файла, проверив формат, версию, целостность и отпечаток эмбеддера.
+
+    Пример: ``load_index("demo.minirag", HashEmbedder(dim=96))``. Глава 5. Индекс и поиск.
+    """
+    path = Path(path)
+    embedder = embedder if embedder is not None else HashEmbedder()
+    if not path.is_file():
+        raise MiniRagError(f"Файла индекса {path} нет. Сначала построй индекс и сохрани его: index.save(path).")
+    broken = f"Файл {path} повреждён или это не индекс minirag"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            manifest = json.loads(archive.read("manifest.json"))
+            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+                raise MiniRagError(f"{broken}: в manifest.json нет format={FORMAT_NAME!r}.")
+            version = manifest.get("version")
+            if version != FORMAT_VERSION:
+                raise MiniRagError(
+                    f"Индекс {path} записан в формате версии {version!r}, а эта версия minirag "
+                    f"читает версию {FORMAT_VERSION}. Перестрой индекс: Index.build(docs).save(path)."
+                )
+            if manifest.get("fingerprint") != embedder.fingerprint:
+                raise EmbedderMismatchError(
+                    f"Индекс {path} построен эмбеддером «{manifest.get('fingerprint')}», а загружается "
+                    f"с «{embedder.fingerprint}». Загрузи его тем же эмбеддером или перестрой индекс."
+                )
+            docs = [Document(d["id"], d["title"], d["text"]) for d in json.loads(archive.read("docs.json"))]
+            spans = np.load(io.BytesIO(archive.read("spans.npy")), allow_pickle=False)
+            matrix = np.load(io.BytesIO(archive.read("vectors.npy")), allow_pickle=False)
+    except MiniRagError:
+        raise
+    except (zipfile.BadZipFile, KeyError, ValueError, TypeError, OSError, EOFError) as exc:
+        raise MiniRagError(f"{broken} ({type(exc).__name__}: {exc}). Перестрой индекс и сохрани заново.") from exc
+    n = manifest.get("n_chunks")
+    consistent = (
+        spans.dtype == np.int64 and spans.ndim == 2 and spans.shape == (n, 4)
+        and matrix.dtype == np.float32 and matrix.shape == (n, manifest.get("dim"))
+        and len(docs) == manifest.get("n_docs")
+        and (n == 0 or (spans[:, 0].min() >= 0 and spans[:, 0].max() < len(docs)))
+        and bool(np.all(np.isfinite(matrix)))
+    )
+    if not consistent:
+        raise MiniRagError(f"{broken}: размеры частей не сходятся с manifest.json. Перестрой индекс.")
+    return Index(embedder, docs, spans, matrix)
