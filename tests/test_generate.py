@@ -129,6 +129,7 @@ def test_generators_are_tried_in_order_until_one_answers():
     first, second = Scripted(TimeoutError("долго")), Scripted("Отпуск 28 дней [1].")
     result = answer("Сколько дней отпуска?", INDEX, [first, second])
     assert result.text == "Отпуск 28 дней [1]." and not result.fallback and result.citations.ok
+    assert "долго" in result.reason, "отказ первого генератора не прячется, даже если второй ответил"
     result = answer("Сколько дней отпуска?", INDEX, [Scripted(None), Scripted(RuntimeError("x"))])
     assert result.fallback and "NoneType" in result.reason and "RuntimeError" not in result.reason
     assert "x" in result.reason.split("; ")[1]

@@ -78,6 +78,7 @@ def test_every_supported_format_becomes_documents_with_the_path_as_id(folder):
                           "policy.pdf", "sub/guide.md", "trips.docx"]
     assert docs["notes.txt"].title == "notes.txt" and docs["notes.txt"].text.startswith("Отпуск длится 28")
     assert docs["sub/guide.md"].title == "Руководство по VPN" and "«Фарватер»" in docs["sub/guide.md"].text
+    assert "#" not in docs["sub/guide.md"].text and "Руководство по VPN." in docs["sub/guide.md"].text
     assert docs["faq.csv:2"].text == "вопрос: Сколько суточных?\nответ: 700 рублей в день"  # разделитель «;»
     assert docs["faq.csv:4"].text == "ответ: Без вопроса" and docs["faq.csv:2"].title == "faq.csv"
     page = docs["page.html"]

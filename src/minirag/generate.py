@@ -199,6 +199,7 @@ def answer(query: str, index, generator=None, k: int = 3, threshold: float | Non
         except Exception as exc:  # noqa: BLE001 — любая ошибка генератора ведёт к запасному ответу
             failures.append(f"{type(g).__name__}: {exc}")
             continue
-        return Answer(query, text, hits, prompt, check_citations(text, hits))
-    text = ExtractiveGenerator().answer_from(query, hits)
+        reason = "не ответили раньше: " + "; ".join(failures) if failures else ""
+        return Answer(query, text, hits, prompt, check_citations(text, hits), False, reason)
+    text = ExtractiveGenerator(getattr(index, "embedder", None)).answer_from(query, hits)
     return Answer(query, text, hits, prompt, check_citations(text, hits), True, "; ".join(failures))

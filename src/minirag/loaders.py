@@ -193,6 +193,8 @@ def load_file(path: str | os.PathLike, root: str | os.PathLike | None = None, *,
         elif suffix in (".md", ".markdown"):
             heading = _MD_HEADING_RE.search(text)
             title = heading.group(1) if heading else ""
+            # «## Заголовок» → «Заголовок.»: без решёток и отдельным предложением, а не началом первого
+            text = _MD_HEADING_RE.sub(lambda m: m.group(1) + ("" if m.group(1)[-1] in ".!?…:" else "."), text)
     text = _tidy(text)
     if not text:
         scan = " (скан без текстового слоя? нужен OCR)" if suffix == ".pdf" else ""
