@@ -1,0 +1,178 @@
+"""Книга: ноутбуки без выходов, оглавление полное, сборка с -W без ошибок, и настоящий браузер.
+
+Сборка (`jupyter-book build` с -W -n --keep-going в свежую папку) идёт один раз на сессию
+тестов; её HTML проверяют и разбором файлов, и в headless Chromium.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [chapter["file"] for chapter in part["chapters"]]
+    return files
+
+
+def chapter_notebooks() -> list[str]:
+    return [f for f in toc_files() if (ROOT / f"{f}.ipynb").exists()]
+
+
+def all_notebooks() -> list[Path]:
+    skip = {".venv", "_build", "autograde", ".ipynb_checkpoints", "node_modules"}
+    return sorted(p for p in ROOT.rglob("*.ipynb") if not skip & set(p.relative_to(ROOT).parts))
+
+
+@pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_notebooks_are_committed_without_outputs(path):
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    dirty = [i for i, cell in enumerate(notebook["cells"])
+             if cell["cell_type"] == "code" and (cell.get("outputs") or cell.get("execution_count"))]
+    assert not dirty, f"{path.name}: у ячеек {dirty} есть выходы — очисти их перед коммитом"
+
+
+def test_every_page_in_book_is_in_the_toc_and_every_toc_entry_exists():
+    listed = set(toc_files())
+    pages = {str(p.relative_to(ROOT).with_suffix("")) for p in (ROOT / "book").iterdir() if p.suffix in {".ipynb", ".md"}}
+    assert pages - listed == set(), "страницы book/ вне _toc.yml не попадут в книгу"
+    missing = [f for f in listed if not any((ROOT / f"{f}{ext}").exists() for ext in (".ipynb", ".md"))]
+    assert not missing, f"в _toc.yml есть несуществующие страницы: {missing}"
+
+
+def test_config_keeps_solutions_off_the_site_and_never_allows_errors():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert config["only_build_toc_files"] is True
+    assert {"solutions/**", "labs/**", "autograde/**"} <= set(config["exclude_patterns"])
+    assert config["execute"]["allow_errors"] is False
+    assert config["sphinx"]["config"]["language"] == "ru"
+
+
+def unexpected_errors(html: str) -> list[str]:
+    """Тексты ошибок в выводе ячеек, кроме ячеек с тегом raises-exception (там ошибка — урок)."""
+    soup = BeautifulSoup(html, "html.parser")
+    errors = []
+    for output in soup.select(".output.traceback, .output.error"):
+        cell = output.find_parent(class_="cell")
+        if cell is None or "tag_raises-exception" not in cell.get("class", []):
+            errors.append(output.get_text())
+    return errors
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory):
+    out = tmp_path_factory.mktemp("book")
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--path-output", str(out),
+         "-W", "-n", "--keep-going"],
+        capture_output=True, text=True, cwd=ROOT, timeout=900,
+    )
+    log = result.stdout[-6000:] + result.stderr[-6000:]
+    assert result.returncode == 0, f"сборка книги упала или дала предупреждения:\n{log}"
+    return out / "_build" / "html"
+
+
+@pytest.mark.slow
+def test_book_has_a_page_with_figures_and_no_errors_for_every_chapter(built_book):
+    for page in toc_files():
+        html_path = built_book / f"{page}.html"
+        assert html_path.exists(), f"нет страницы {page}.html"
+        html = html_path.read_text(encoding="utf-8")
+        unexpected = unexpected_errors(html)
+        assert not unexpected, f"{page}: ошибка в выводе ячейки без тега raises-exception:\n{unexpected[0][:500]}"
+        if page in chapter_notebooks():
+            figures = re.findall(r'<img[^>]+src="[^"]+\.png"', html)
+            assert figures, f"{page}: в главе нет ни одного рисунка"
+
+
+@pytest.mark.slow
+def test_no_solution_or_hidden_test_reaches_the_site(built_book):
+    assert not (built_book / "solutions").exists() and not (built_book / "labs").exists()
+    for path in built_book.rglob("*"):
+        if path.suffix in {".html", ".js", ".txt", ".ipynb", ".md"} and path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for marker in SECRET_MARKERS:
+                assert marker not in text, f"{path.relative_to(built_book)}: на сайт попало «{marker}»"
+
+
+@pytest.fixture(scope="session")
+def served_book(built_book):
+    class QuietHandler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(QuietHandler, directory=str(built_book))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("Нет Chromium: поставь его (apt-get install chromium) — .ci/run делает это сам")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        yield browser
+        browser.close()
+
+
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("page", toc_files())
+def test_every_page_loads_in_chromium_without_console_errors(browser, served_book, page):
+    tab = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.goto(f"{served_book}/{page}.html", wait_until="networkidle")
+    assert tab.locator("main h1:visible").count() > 0, f"{page}: не видно заголовка главы"
+    if page in chapter_notebooks():
+        images = tab.locator("main img")
+        assert images.count() > 0, f"{page}: в браузере не видно рисунков"
+        broken = tab.evaluate("[...document.querySelectorAll('main img')].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
+        assert broken == [], f"{page}: не загрузились рисунки {broken}"
+    if page in {"book/00_intro", "book/02_cosine"}:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        tab.screenshot(path=str(SCREENSHOTS / f"{Path(page).name}.png"), full_page=False)
+    tab.close()
+    assert errors == [], f"{page}: ошибки в консоли браузера: {errors}"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_search_finds_cosine_in_russian(browser, served_book):
+    tab = browser.new_page()
+    tab.goto(f"{served_book}/search.html?q=косинус", wait_until="networkidle")
+    results = tab.locator("#search-results li a")
+    results.first.wait_for(timeout=30_000)
+    links = [results.nth(i).get_attribute("href") for i in range(results.count())]
+    tab.close()
+    assert any("02_cosine" in (link or "") for link in links), f"поиск «косинус» не нашёл главу о косинусе: {links}"
