@@ -1,0 +1,149 @@
+"""Бенчмарк проверки группы: ``python -m autograde grade`` против обычного ``nbgrader autograde``.
+
+Одна и та же группа из 40 честных работ lab01_mini_rag (полные, частичные, нетронутые —
+разные наборы решённых заданий, seed 7) проверяется в одном прогоне на этой машине:
+
+* базовая линия — ``nbgrader autograde lab01_mini_rag``: последовательно, без песочницы;
+* ``grade --workers 2`` — в песочнице bubblewrap (то, что сравнивается с целью ≥ 1.7×);
+* ``grade --workers 1`` в песочнице и ``--no-sandbox`` — из их разницы получается цена
+  песочницы на одну работу.
+
+Каждая проверка идёт в своей свежей копии каталога курса во временной папке (своя база
+оценок), репозиторий не трогается. Заодно сверяются баллы: у autograde они должны совпасть с
+баллами nbgrader по каждой работе. Запуск: ``python benchmarks/bench_autograde.py``
+(несколько минут; ``--students 10`` — быстрее, ``--repeat 2`` — лучшее из двух).
+Результат — таблица в stdout и JSON в benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import autograde_class as ac  # noqa: E402 — сборщик работ из tests/
+
+TASKS = ["l2_normalize", "cosine", "top_k", "chunk_text", "build_prompt", "check_citations", "search"]
+
+
+def make_class(lab: ac.Lab, n: int, seed: int = 7) -> dict[str, bytes]:
+    """n честных работ: у каждой свой набор решённых заданий (все, часть или ни одного)."""
+    rng = random.Random(seed)
+    works = {}
+    for i in range(n):
+        kind = rng.choices(["full", "partial", "untouched"], weights=[5, 4, 1])[0]
+        if kind == "full":
+            answers = lab.solutions
+        elif kind == "untouched":
+            answers = {}
+        else:
+            chosen = set(rng.sample(TASKS, rng.randint(1, len(TASKS) - 1)))
+            answers = {k: v for k, v in lab.solutions.items() if k in chosen or k == "why_cosine"}
+        works[f"s{i:02d}_{kind}"] = ac.dumps(lab.notebook(answers))
+    return works
+
+
+def lay_out(folder: Path, works: dict[str, bytes], lab: str) -> Path:
+    for student, data in works.items():
+        target = folder / student / lab
+        target.mkdir(parents=True, exist_ok=True)
+        (target / f"{lab}.ipynb").write_bytes(data)
+    return folder
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    start = time.perf_counter()
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} упал:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return elapsed
+
+
+def run_nbgrader(tmp: Path, works: dict[str, bytes], lab: str) -> tuple[float, dict[str, float]]:
+    course = ac.course_copy(tmp / "nbgrader")
+    timed([sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force", "--log-level=ERROR"], course)
+    lay_out(course / "autograde" / "submitted", works, lab)
+    seconds = timed([sys.executable, "-m", "nbgrader", "autograde", lab, "--log-level=ERROR"], course)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'autograde' / 'gradebook.db'}") as gb:
+        scores = {s.student.id: s.code_score for s in gb.assignment_submissions(lab)}
+    return seconds, scores
+
+
+def run_grade(tmp: Path, name: str, works: dict[str, bytes], lab: str, *options: str) -> tuple[float, dict[str, float]]:
+    course = ac.course_copy(tmp / name)
+    submissions = lay_out(tmp / f"{name}-class", works, lab)
+    seconds = timed([sys.executable, "-m", "autograde", "grade", lab, "--submissions", str(submissions),
+                     "--course", str(course), *options], ROOT)
+    with open(course / "autograde" / "grades" / f"{lab}.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    bad = [r for r in rows if r["status"] != "ok"]
+    if bad:
+        raise SystemExit(f"{name}: честные работы получили не ok: {bad[:3]}")
+    return seconds, {r["student_id"]: float(r["score"]) for r in rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=1, help="повторить замеры и взять лучшее время")
+    args = parser.parse_args()
+    lab = ac.Lab()
+    works = make_class(lab, args.students)
+    best: dict[str, float] = {}
+    scores: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp:
+        for round_ in range(args.repeat):
+            runs = {
+                "nbgrader": lambda t: run_nbgrader(t, works, lab.lab),
+                "grade_w2": lambda t: run_grade(t, "w2", works, lab.lab, "--workers", "2"),
+                "grade_w1": lambda t: run_grade(t, "w1", works, lab.lab, "--workers", "1"),
+                "grade_w1_nosandbox": lambda t: run_grade(t, "w1ns", works, lab.lab, "--workers", "1", "--no-sandbox"),
+            }
+            for name, fn in runs.items():
+                folder = Path(tmp) / f"{name}-{round_}"
+                folder.mkdir()
+                seconds, got = fn(folder)
+                best[name] = min(best.get(name, float("inf")), seconds)
+                scores[name] = got
+                print(f"[{round_ + 1}/{args.repeat}] {name}: {seconds:.1f} с", file=sys.stderr)
+    mismatched = sorted(s for s in works if any(scores[name].get(s) != scores["nbgrader"].get(s) for name in scores))
+    n = len(works)
+    speedup = best["nbgrader"] / best["grade_w2"]
+    overhead = (best["grade_w1"] - best["grade_w1_nosandbox"]) / n
+    rows = [
+        ("nbgrader autograde (последовательно, без песочницы)", best["nbgrader"], "1.00×"),
+        ("autograde grade --workers 2 (песочница)", best["grade_w2"], f"{speedup:.2f}×"),
+        ("autograde grade --workers 1 (песочница)", best["grade_w1"], f"{best['nbgrader'] / best['grade_w1']:.2f}×"),
+        ("autograde grade --workers 1 --no-sandbox", best["grade_w1_nosandbox"],
+         f"{best['nbgrader'] / best['grade_w1_nosandbox']:.2f}×"),
+    ]
+    print(f"{n} работ {lab.lab}, {os.cpu_count()} ядра, Python {sys.version.split()[0]}")
+    print(f"{'что':<55} {'секунд':>8} {'против nbgrader':>16}")
+    for what, seconds, ratio in rows:
+        print(f"{what:<55} {seconds:>8.1f} {ratio:>16}")
+    print(f"ускорение с 2 работниками: {speedup:.2f}× (цель ≥ 1.7×) — {'да' if speedup >= 1.7 else 'НЕТ'}")
+    print(f"цена песочницы: {overhead:+.2f} с на работу ({overhead / (best['grade_w1_nosandbox'] / n) * 100:+.0f}%)")
+    print(f"баллы совпадают с nbgrader: {'да, у всех' if not mismatched else 'НЕТ: ' + ', '.join(mismatched)}")
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "bench_autograde.json").write_text(json.dumps({
+        "students": n, "seconds": best, "speedup_workers2": speedup, "sandbox_overhead_per_submission": overhead,
+        "scores_match_nbgrader": not mismatched, "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
+
+
+if __name__ == "__main__":
+    main()
