@@ -10,7 +10,6 @@ import functools
 import http.server
 import json
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -21,7 +20,6 @@ import yaml
 from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
 
@@ -127,18 +125,6 @@ def served_book(built_book):
     server.shutdown()
 
 
-@pytest.fixture(scope="session")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Нет Chromium: поставь его (apt-get install chromium) — .ci/run делает это сам")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        yield browser
-        browser.close()
 
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"

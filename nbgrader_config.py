@@ -1,0 +1,67 @@
+"""Настройки nbgrader для курса «Мини-RAG руками».
+
+Каталог курса — папка этого файла (пути считаются от него, а не от текущей папки):
+
+    solutions/<lab>/<lab>.ipynb   версия преподавателя: решения и скрытые тесты (source)
+    labs/<lab>/<lab>.ipynb        версия для слушателей, её генерирует `python -m autograde release`
+    autograde/submitted/          сданные работы: <student_id>/<lab>/<lab>.ipynb
+    autograde/autograded/         работы после автопроверки
+    autograde/feedback/           отзывы (HTML)
+    autograde/gradebook.db        база оценок (SQLite)
+
+Папки и база в autograde/ не попадают в git. nbgrader читает этот файл из текущей папки,
+поэтому команды `nbgrader ...` запускают из корня репозитория; Validate в JupyterLab
+берёт его, если JupyterLab запущен из корня.
+"""
+
+from pathlib import Path
+
+c = get_config()  # noqa: F821 — get_config подставляет сам nbgrader (traitlets)
+
+ROOT = Path(__file__).resolve().parent
+WORK = ROOT / "autograde"
+
+# ---------- каталог курса ----------
+c.CourseDirectory.course_id = "mini-rag-rukami"
+c.CourseDirectory.root = str(ROOT)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "labs"
+# шаги проверки живут в autograde/: nbgrader подставляет их как {nbgrader_step}/{student_id}/{assignment_id}
+c.CourseDirectory.submitted_directory = "autograde/submitted"
+c.CourseDirectory.autograded_directory = "autograde/autograded"
+c.CourseDirectory.feedback_directory = "autograde/feedback"
+c.CourseDirectory.solution_directory = "autograde/solution"
+c.CourseDirectory.source_with_tests_directory = "autograde/source_with_tests"
+c.CourseDirectory.db_url = f"sqlite:///{WORK / 'gradebook.db'}"
+WORK.mkdir(exist_ok=True)  # SQLite не создаёт папку базы сам (в копии каталога курса её может не быть)
+# служебные файлы, которые не копируются ни в выданную версию, ни в проверку
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".DS_Store", "*.minirag"]
+
+# ---------- выдача: что видит слушатель вместо решения ----------
+c.ClearSolutions.code_stub = {"python": "# ТВОЙ КОД ЗДЕСЬ\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "ТВОЙ ОТВЕТ ЗДЕСЬ: замени этот текст своим ответом."
+
+# ---------- исполнение (autograde и Validate) ----------
+# ядро python3 — ipykernel текущего окружения; явный лимит на ячейку, а не 30 с по умолчанию
+c.Execute.kernel_name = "python3"
+c.Execute.timeout = 120
+c.Execute.interrupt_on_timeout = True
+# история в памяти (как у nbgrader по умолчанию) и без служебных предупреждений ядра в выводе ячеек
+c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
+c.Execute.error_on_timeout = {
+    "ename": "CellTimeoutError",
+    "evalue": "ячейка не уложилась в 120 секунд",
+    "traceback": ["CellTimeoutError: ячейка не уложилась в 120 секунд. Проверь, нет ли бесконечного цикла."],
+}
+
+# ---------- autograde ----------
+# удалённые слушателем ячейки с тестами возвращаются из базы и всё равно проверяются
+c.OverwriteCells.add_missing_cells = True
+c.OverwriteCells.missing_cell_notification = (
+    "Эта ячейка (id:{cell_id}) была удалена из работы, nbgrader вернул её при проверке.\n\n"
+)
+# nbgrader считает любой вывод в stderr провалом теста. Предупреждения библиотек (…Warning:),
+# полосы прогресса tqdm и служебное предупреждение ядра ipykernel о TCP без шифрования —
+# безобидный stderr: убираем его до подсчёта баллов
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"Warning:|warnings\.warn|it/s\]|s/it\]|\[IPKernelApp\] WARNING"
