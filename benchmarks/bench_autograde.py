@@ -96,6 +96,32 @@ def run_grade(tmp: Path, name: str, works: dict[str, bytes], lab: str, *options:
     return seconds, {r["student_id"]: float(r["score"]) for r in rows}
 
 
+def kernel_start_seconds(sandboxed: bool, repeat: int = 10) -> float:
+    """Медиана: запустить ядро (в песочнице или без), дождаться готовности, убить."""
+    import statistics
+
+    sys.path.insert(0, str(ROOT))
+    from autograde import execute
+    from autograde.sandbox import Limits, start_kernel
+
+    times = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
+            start = time.perf_counter()
+            kernel = start_kernel(files={}, workdir_name="lab", limits=Limits(), sandboxed=sandboxed, slot=0,
+                                  log_path=Path(tmp) / "kernel.log", exclude=[], kernel_args=[],
+                                  scratch=Path(tmp) / "plain")
+            client = execute._client(kernel)
+            ready = execute._wait_ready(client, kernel, time.monotonic() + 60)
+            client.stop_channels()
+            client.context.destroy(linger=0)
+            kernel.kill()
+            if not ready:
+                raise SystemExit("ядро не запустилось")
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=40)
@@ -120,6 +146,7 @@ def main() -> None:
                 best[name] = min(best.get(name, float("inf")), seconds)
                 scores[name] = got
                 print(f"[{round_ + 1}/{args.repeat}] {name}: {seconds:.1f} с", file=sys.stderr)
+    start_sandbox, start_plain = kernel_start_seconds(True), kernel_start_seconds(False)
     mismatched = sorted(s for s in works if any(scores[name].get(s) != scores["nbgrader"].get(s) for name in scores))
     n = len(works)
     speedup = best["nbgrader"] / best["grade_w2"]
@@ -136,12 +163,16 @@ def main() -> None:
     for what, seconds, ratio in rows:
         print(f"{what:<55} {seconds:>8.1f} {ratio:>16}")
     print(f"ускорение с 2 работниками: {speedup:.2f}× (цель ≥ 1.7×) — {'да' if speedup >= 1.7 else 'НЕТ'}")
-    print(f"цена песочницы: {overhead:+.2f} с на работу ({overhead / (best['grade_w1_nosandbox'] / n) * 100:+.0f}%)")
+    print(f"цена песочницы по группе: {overhead:+.2f} с на работу "
+          f"({overhead / (best['grade_w1_nosandbox'] / n) * 100:+.0f}% от {best['grade_w1_nosandbox'] / n:.2f} с)")
+    print(f"цена песочницы на запуске ядра (медиана из 10): {start_sandbox - start_plain:+.3f} с "
+          f"({start_sandbox:.3f} с в bwrap против {start_plain:.3f} с без)")
     print(f"баллы совпадают с nbgrader: {'да, у всех' if not mismatched else 'НЕТ: ' + ', '.join(mismatched)}")
     out = ROOT / "benchmarks" / "results"
     out.mkdir(exist_ok=True)
     (out / "bench_autograde.json").write_text(json.dumps({
         "students": n, "seconds": best, "speedup_workers2": speedup, "sandbox_overhead_per_submission": overhead,
+        "kernel_start_sandbox": start_sandbox, "kernel_start_plain": start_plain,
         "scores_match_nbgrader": not mismatched, "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
 
 
