@@ -226,39 +226,37 @@ def _blocked(nb, skip: set[int] = frozenset()) -> list[tuple[str, str]]:
     return list(found.items())
 
 
+# событие исполнения → статус и сообщение (поля: cell, detail и лимиты проверки)
+_EVENT_VERDICTS = {
+    "startup": ("error", "ядро Python в песочнице не запустилось ({detail}): это сбой проверки, "
+                         "а не работы — запустите проверку этой работы ещё раз"),
+    "died": ("error", "{cell}: ядро Python завершилось ({detail}: os._exit, exit(), падение расширения "
+                      "или убито системой); следующие ячейки не выполнялись и баллов не дали"),
+    "wall": ("timeout", "{cell}: весь ноутбук выполнялся дольше {timeout:g} с и остановлен здесь; "
+                        "следующие ячейки баллов не дали"),
+    "timeout": ("timeout", "{cell}: выполнялась дольше {cell_timeout:g} с и прервана "
+                           "(бесконечный цикл или слишком медленный код)"),
+    "output": ("killed", "{cell}: вывела больше {output_kb} КБ (поток вывода) — ядро остановлено, "
+                         "следующие ячейки не выполнялись"),
+    "memory": ("killed", "{cell}: превышен лимит памяти {memory_mb} МБ — ядро остановлено, "
+                         "следующие ячейки не выполнялись"),
+    "processes": ("killed", "{cell}: запустила больше {processes} процессов (fork-бомба?) — ядро остановлено, "
+                            "следующие ячейки не выполнялись"),
+}
+
+
 def verdict(execution, nb, limits: Limits, notes: list[str]) -> tuple[str, str]:
     """Статус и сообщение по событиям исполнения и замечаниям — по-русски, чтобы было ясно, что делать."""
     status, parts = "ok", list(notes)
     for event in execution.events:
+        if event.kind not in _EVENT_VERDICTS:
+            continue
+        event_status, template = _EVENT_VERDICTS[event.kind]
+        status = event_status if status == "ok" else status  # первая беда задаёт статус
         cell = _cell_name(nb, event.cell) if event.cell is not None else "ноутбук"
-        if event.kind == "startup":
-            status = "error" if status == "ok" else status
-            parts.append(f"ядро Python в песочнице не запустилось ({event.detail}): это сбой проверки, "
-                         "а не работы — запустите проверку этой работы ещё раз")
-        elif event.kind == "died":
-            status = "error" if status == "ok" else status
-            parts.append(f"{cell}: ядро Python завершилось ({event.detail}: os._exit, exit(), падение расширения "
-                         "или убито системой); следующие ячейки не выполнялись и баллов не дали")
-        elif event.kind == "wall":
-            status = "timeout" if status == "ok" else status
-            parts.append(f"{cell}: весь ноутбук выполнялся дольше {limits.timeout:g} с и остановлен здесь; "
-                         "следующие ячейки баллов не дали")
-        elif event.kind == "timeout":
-            status = "timeout" if status == "ok" else status
-            parts.append(f"{cell}: выполнялась дольше {limits.cell_timeout:g} с и прервана "
-                         "(бесконечный цикл или слишком медленный код)")
-        elif event.kind == "output":
-            status = "killed" if status == "ok" else status
-            parts.append(f"{cell}: вывела больше {limits.output_kb} КБ (поток вывода) — ядро остановлено, "
-                         "следующие ячейки не выполнялись")
-        elif event.kind == "memory":
-            status = "killed" if status == "ok" else status
-            parts.append(f"{cell}: превышен лимит памяти {limits.memory_mb} МБ — ядро остановлено, "
-                         "следующие ячейки не выполнялись")
-        elif event.kind == "processes":
-            status = "killed" if status == "ok" else status
-            parts.append(f"{cell}: запустила больше {limits.processes} процессов (fork-бомба?) — ядро остановлено, "
-                         "следующие ячейки не выполнялись")
+        parts.append(template.format(cell=cell, detail=event.detail, timeout=limits.timeout,
+                                     cell_timeout=limits.cell_timeout, output_kb=limits.output_kb,
+                                     memory_mb=limits.memory_mb, processes=limits.processes))
     stopped = {e.kind for e in execution.events}
     for kind, message in _blocked(nb, {e.cell for e in execution.events if e.cell is not None}):
         if (kind == "fork" and "processes" in stopped) or (kind == "memory" and "memory" in stopped):

@@ -175,16 +175,17 @@ def bwrap_argv(*, files: dict[str, Path], workdir_name: str, limits: Limits, uid
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    made = set()
+    # /tmp — раньше Python: venv или исходники могут лежать в /tmp (так делает CI), и их
+    # привязки должны лечь поверх пустого tmpfs, а не под него
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", disk, "--tmpfs", "/tmp"]
+    made = {"/tmp"}
     for path in python_dirs:
         for parent in _ancestors(path):
             if parent not in made and not parent.startswith("/usr"):
                 made.add(parent)
                 argv += ["--perms", "0755", "--dir", parent]
         argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", disk, "--tmpfs", "/tmp",
-             "--perms", "0777", "--size", disk, "--tmpfs", HOME,
+    argv += ["--perms", "0777", "--size", disk, "--tmpfs", HOME,
              "--perms", "0777", "--dir", cwd,
              "--perms", "0777", "--size", str(1024 * 1024), "--tmpfs", RUN,
              "--perms", "0444", "--ro-bind-data", str(connection_fd), f"{RUN}/kernel.json"]

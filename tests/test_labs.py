@@ -139,30 +139,28 @@ def test_labs_are_exactly_what_nbgrader_generates(course):
                 "запусти python -m autograde release и не правь labs/ руками")
 
 
-def _secret_lines(cell_source: str) -> list[str]:
-    """Содержательные строки решений и скрытых тестов (внутри маркеров nbgrader)."""
-    lines, inside = [], False
+def _split_by_markers(cell_source: str) -> tuple[list[str], list[str]]:
+    """Строки ячейки внутри маркеров решений и скрытых тестов nbgrader и вне их."""
+    inside_lines, outside_lines, inside = [], [], False
     for line in cell_source.splitlines():
         if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
             inside = True
         elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
             inside = False
-        elif inside and len(line.strip()) >= 25 and not line.strip().startswith("#"):
-            lines.append(line.strip())
-    return lines
+        else:
+            (inside_lines if inside else outside_lines).append(line)
+    return inside_lines, outside_lines
+
+
+def _secret_lines(cell_source: str) -> list[str]:
+    """Содержательные строки решений и скрытых тестов (внутри маркеров nbgrader)."""
+    inside, _ = _split_by_markers(cell_source)
+    return [line.strip() for line in inside if len(line.strip()) >= 25 and not line.strip().startswith("#")]
 
 
 def _public_lines(cell_source: str) -> str:
     """Строки ячейки вне маркеров решений и скрытых тестов — их слушатель видит и так."""
-    lines, inside = [], False
-    for line in cell_source.splitlines():
-        if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
-            inside = True
-        elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
-            inside = False
-        elif not inside:
-            lines.append(line)
-    return "\n".join(lines)
+    return "\n".join(_split_by_markers(cell_source)[1])
 
 
 @pytest.mark.parametrize("lab", LABS)
