@@ -17,8 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import MiniRagError
-from .hybrid import _require_index
-from .index import Hit, Index, require_k, top_k
+from .index import Hit, Index, require_hits, require_index, require_k, top_k
 from .vectors import l2_normalize
 
 
@@ -44,10 +43,8 @@ def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, floor: fl
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor):
         raise MiniRagError(f"floor должен быть числом (косинус от −1 до 1), получено {floor!r}.")
     max_steps = require_k(max_steps)
-    _require_index(index)
-    hits = list(hits)
-    if not all(isinstance(hit, Hit) for hit in hits):
-        raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
+    require_index(index)
+    hits = require_hits(hits)
     scores = index.scores(query)
     vectors = index.vectors
     result: list[Hit] = []
@@ -88,7 +85,7 @@ def doc_vectors(index: Index) -> np.ndarray:
 
     Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), dim)``. Глава 9. За пределами косинуса.
     """
-    rows = _require_index(index).doc_rows
+    rows = require_index(index).doc_rows
     sums = np.zeros((len(index.docs), index.vectors.shape[1]))
     np.add.at(sums, rows, index.vectors.astype(np.float64))
     return l2_normalize(sums)  # среднее и сумма смотрят в одну сторону: после нормировки равны
@@ -102,7 +99,7 @@ def hierarchical_search(index: Index, query: str, k: int = 3, *, n_docs: int = 2
     """
     k = require_k(k)
     n_docs = require_k(n_docs)
-    query_vector = _require_index(index).query_vector(query)  # проверяет запрос и эмбеддер
+    query_vector = require_index(index).query_vector(query)  # проверяет запрос и эмбеддер
     scores = index.vectors @ query_vector
     best_docs = top_k(doc_vectors(index) @ query_vector, n_docs)
     inside = np.flatnonzero(np.isin(index.doc_rows, best_docs))

@@ -20,7 +20,7 @@ import numpy as np
 
 from .embed import Embedder, HashEmbedder
 from .errors import MiniRagError
-from .index import Hit
+from .index import Hit, require_hits
 from .prompt import REFUSAL, CitationReport, build_prompt, check_citations
 from .text import require_text, split_sentences, tokenize
 
@@ -104,9 +104,7 @@ class ExtractiveGenerator:
         Глава 10. От поиска к ответу.
         """
         require_text(query, "Вопрос")
-        if isinstance(hits, (str, bytes)) or not all(isinstance(hit, Hit) for hit in hits):
-            raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
-        return self._compose(query, [(n, hit.text) for n, hit in enumerate(hits, start=1)])
+        return self._compose(query, [(n, hit.text) for n, hit in enumerate(require_hits(hits), start=1)])
 
     def generate(self, prompt: str) -> str:
         """Ответ по промпту ``build_prompt``: вопрос и источники [1]…[k] берутся из его текста.

@@ -16,7 +16,7 @@ from collections.abc import Hashable, Sequence
 
 from .bm25 import BM25
 from .errors import MiniRagError
-from .index import Chunk, Hit, Index, require_k
+from .index import Chunk, Hit, Index, require_hits, require_index, require_k
 from .text import require_text, tokenize
 
 # «…», "…", “…”, „…“ — фраза; № 8821 (пробел после № не обязателен) — номер.
@@ -49,12 +49,6 @@ def rrf(rankings: Sequence[Sequence[Hashable]], k: float = 60) -> list[tuple[Has
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
-def _require_index(index: object) -> Index:
-    if not isinstance(index, Index):
-        raise MiniRagError(f"index должен быть Index, а получено {type(index).__name__}: построй его через Index.build(docs).")
-    return index
-
-
 def _stem_of(index: Index) -> bool:
     """Токенизировать так же, как эмбеддер индекса: со стеммингом, если он у эмбеддера включён."""
     return bool(getattr(index.embedder, "stem", False))
@@ -66,7 +60,7 @@ def index_bm25(index: Index, *, k1: float = 1.5, b: float = 0.75, variant: str =
     Построй один раз и передавай в ``hybrid_search(..., bm25=...)`` для многих запросов.
     Пример: ``bm25 = index_bm25(index)``. Глава 9. За пределами косинуса.
     """
-    _require_index(index)
+    require_index(index)
     stem = _stem_of(index)
     return BM25([tokenize(chunk.text, stem=stem) for chunk in index.chunks], k1=k1, b=b, variant=variant)
 
@@ -101,11 +95,9 @@ def force_exact(index: Index, query: str, hits: Sequence[Hit], k: int = 3) -> li
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    _require_index(index)
+    require_index(index)
     phrases = [tokenize(p) for p in exact_phrases(query)]
-    hits = list(hits)
-    if not all(isinstance(hit, Hit) for hit in hits):
-        raise MiniRagError("hits должен быть списком Hit — тем, что вернул поиск.")
+    hits = require_hits(hits)
     if phrases:
         matched = [c for c in index.chunks if any(_contains(tokenize(c.text), p) for p in phrases)]
         matched_keys = {(c.doc_id, c.chunk_id) for c in matched}
@@ -128,7 +120,7 @@ def hybrid_search(index: Index, query: str, k: int = 3, *, candidates: int = 20,
     """
     k = require_k(k)
     n = max(require_k(candidates), k)
-    _require_index(index)
+    require_index(index)
     bm25 = bm25 if bm25 is not None else index_bm25(index)
     if not isinstance(bm25, BM25) or len(bm25) != len(index):
         raise MiniRagError(f"bm25 должен быть BM25 над чанками этого индекса ({len(index)} чанков): "

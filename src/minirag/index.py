@@ -86,6 +86,16 @@ def require_threshold(threshold: object) -> float | None:
     return float(threshold)
 
 
+def require_hits(hits: object) -> list[Hit]:
+    """Проверить, что hits — список Hit (то, что вернул поиск), и вернуть его списком."""
+    if isinstance(hits, (str, bytes)) or not isinstance(hits, Iterable):
+        raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
+    hits = list(hits)
+    if not all(isinstance(hit, Hit) for hit in hits):
+        raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
+    return hits
+
+
 def top_k(scores, k: int, threshold: float | None = None) -> np.ndarray:
     """Номера лучших k оценок по убыванию: сначала порог, потом k; при равенстве — меньший номер.
 
@@ -328,3 +338,11 @@ class Index:
         from .store import load_index
 
         return load_index(path, embedder)
+
+
+def require_index(index: object) -> Index:
+    """Проверить, что index — Index, и вернуть его (общая проверка модулей поверх индекса)."""
+    if not isinstance(index, Index):
+        raise MiniRagError(f"index должен быть Index, а получено {type(index).__name__}: построй его через Index.build(docs).")
+    return index
+

@@ -15,8 +15,7 @@ import math
 import numpy as np
 
 from .errors import MiniRagError
-from .hybrid import _require_index
-from .index import Hit, Index, require_k, top_k
+from .index import Hit, Index, require_index, require_k, top_k
 from .vectors import l2_normalize
 
 
@@ -54,7 +53,7 @@ def mmr_search(index: Index, query: str, k: int = 3, *, candidates: int = 20, la
     Пример: ``mmr_search(index, "отпуск", k=3, lambda_=0.5)``. Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    query_vector = _require_index(index).query_vector(query)
+    query_vector = require_index(index).query_vector(query)
     scores = index.vectors @ query_vector
     pool = top_k(scores, max(require_k(candidates), k))
     hits = []

@@ -14,8 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import MiniRagError
-from .index import Hit
+from .index import Hit, require_hits
 from .text import require_text, split_sentences
 
 REFUSAL = "В контексте ответа нет."
@@ -31,12 +30,6 @@ _CITATION_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _ONLY_CITATIONS_RE = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\])+\s*[.!?…]?$")
 
 
-def _require_hits(hits: Sequence[Hit]) -> list[Hit]:
-    if isinstance(hits, (str, bytes)) or not all(isinstance(hit, Hit) for hit in hits):
-        raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
-    return list(hits)
-
-
 def build_prompt(query: str, hits: Sequence[Hit]) -> str:
     """Собрать промпт: правила, источники [1]…[k] с doc_id и chunk_id, вопрос.
 
@@ -44,7 +37,7 @@ def build_prompt(query: str, hits: Sequence[Hit]) -> str:
     Глава 6. Промпт и цитаты.
     """
     require_text(query, "Вопрос")
-    hits = _require_hits(hits)
+    hits = require_hits(hits)
     if hits:
         context = "\n\n".join(
             f"[{n}] {hit.title} ({hit.doc_id}, чанк {hit.chunk_id})\n{hit.text}" for n, hit in enumerate(hits, start=1)
@@ -108,7 +101,7 @@ def check_citations(answer: str, hits: Sequence[Hit]) -> CitationReport:
     Глава 6. Промпт и цитаты.
     """
     require_text(answer, "Ответ")
-    hits = _require_hits(hits)
+    hits = require_hits(hits)
     cited = parse_citations(answer)
     unknown = tuple(sorted({n for n in cited if not 1 <= n <= len(hits)}))
     refusal_core = REFUSAL.rstrip(".").lower()

@@ -23,8 +23,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .errors import MiniRagError
-from .hybrid import _require_index
-from .index import Hit, Index, require_k
+from .index import Hit, Index, require_hits, require_index, require_k
 from .text import require_text, tokenize
 
 
@@ -162,9 +161,7 @@ def rerank(query: str, hits: Sequence[Hit], k: int = 3, *, scorer: PairScorer | 
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    hits = list(hits)
-    if not all(isinstance(hit, Hit) for hit in hits):
-        raise MiniRagError("hits должен быть списком Hit — тем, что вернул поиск первого этапа.")
+    hits = require_hits(hits)
     scorer = scorer if scorer is not None else LexicalPairScorer()
     if not callable(getattr(scorer, "score", None)):
         raise MiniRagError("scorer должен уметь score(query, texts) -> scores, как LexicalPairScorer.")
@@ -185,4 +182,4 @@ def search_rerank(index: Index, query: str, k: int = 3, *, candidates: int = 20,
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    return rerank(query, _require_index(index).search(query, k=max(require_k(candidates), k)), k, scorer=scorer)
+    return rerank(query, require_index(index).search(query, k=max(require_k(candidates), k)), k, scorer=scorer)
