@@ -38,7 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 LAB = ac.LAB
-LIMITS = ["--cell-timeout", "5", "--timeout", "40", "--memory", "512"]
+# Лимиты с запасом: честная ячейка на загруженной 2-ядерной машине не должна упираться в тайм-аут,
+# иначе повторная проверка даст другой результат не по вине кода.
+CELL_TIMEOUT = 15
+LIMITS = ["--cell-timeout", str(CELL_TIMEOUT), "--timeout", "120", "--memory", "512"]
 
 
 def _sandbox_problem() -> str | None:
@@ -110,7 +113,7 @@ def graded(tmp_path_factory, lab):
     course = ac.course_copy(tmp / "course")
     home_target = Path.home() / f"autograde_pwned_{os.getpid()}"
     host_targets = (str(course / "solutions" / "pwned.txt"), str(tmp / "class" / "pwned.txt"), str(home_target))
-    cases = ac.cases(lab, memory_mb=512, cell_timeout=5, host_targets=host_targets)
+    cases = ac.cases(lab, memory_mb=512, cell_timeout=CELL_TIMEOUT, host_targets=host_targets)
     submissions = ac.write_class(tmp / "class", cases)
     before = snapshot(submissions)
     result = cli("grade", LAB, "--submissions", submissions, "--course", course, "--workers", "2", *LIMITS)
