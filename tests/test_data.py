@@ -119,3 +119,14 @@ def test_near_duplicates_crowd_the_top_and_mmr_spreads_it(plain_index):
     diverse = [rules(mmr_search(plain_index, q.text, k=5)) for q in duplicate]
     assert max(plain) < 5, "без MMR в top-5 каждого такого запроса есть повтор"
     assert sum(diverse) > sum(plain), "MMR даёт в top-5 больше разных правил"
+
+
+def test_dev_and_test_split_every_category_without_overlap():
+    from minirag import DEMO_DEV, DEMO_TEST
+
+    assert {q.split for q in DEMO_QUERIES} == {"dev", "test"}
+    assert set(DEMO_DEV) | set(DEMO_TEST) == set(DEMO_QUERIES) and not set(DEMO_DEV) & set(DEMO_TEST)
+    for category in CATEGORIES:
+        dev = [q for q in DEMO_DEV if q.category == category]
+        test = [q for q in DEMO_TEST if q.category == category]
+        assert dev and test and abs(len(dev) - len(test)) <= 1, category

@@ -9,7 +9,7 @@ from .assist import QueryCache, Retrieval, expand_query, expanded_search, hyde, 
 from .bm25 import BM25
 from .chunk import chunk_spans, chunk_text
 from .chunkers import TableChunk, code_chunks, semantic_chunks, table_chunks
-from .data import CATEGORIES, DEMO_DOCS, DEMO_QUERIES, LabeledQuery
+from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, LabeledQuery
 from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
 from .evaluate import EvaluationReport, evaluate, hit_at_k, precision_at_k, recall_at_k, reciprocal_rank
@@ -19,6 +19,7 @@ from .hybrid import exact_phrases, force_exact, hybrid_search, index_bm25, rrf
 from .index import Chunk, Document, Hit, Index, top_k
 from .loaders import LoadReport, load_file, load_folder
 from .mmr import mmr, mmr_search
+from .plural import plural, plural_form
 from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder, RemoteError, post_json
 from .rerank import CrossEncoderScorer, LexicalPairScorer, PairScorer, rerank, search_rerank
@@ -30,8 +31,10 @@ __version__ = "0.1.0"
 __all__ = [
     "CATEGORIES",
     "CitationReport",
+    "DEMO_DEV",
     "DEMO_DOCS",
     "DEMO_QUERIES",
+    "DEMO_TEST",
     "EvaluationReport",
     "LabeledQuery",
     "REFUSAL",
@@ -40,6 +43,8 @@ __all__ = [
     "evaluate",
     "hit_at_k",
     "parse_citations",
+    "plural",
+    "plural_form",
     "precision_at_k",
     "recall_at_k",
     "reciprocal_rank",

@@ -33,7 +33,8 @@ class LabeledQuery:
     """Размеченный запрос: текст, id документов, которые на него отвечают, и категория.
 
     ``relevant`` — все документы, где человек нашёл бы ответ; пустой кортеж — ответа
-    в корпусе нет. ``category`` — ключ из ``CATEGORIES``.
+    в корпусе нет. ``category`` — ключ из ``CATEGORIES``. ``split`` — часть набора: «dev»
+    (на ней подбирают порог, k, настройки) или «test» (на ней только измеряют результат).
     Пример: ``LabeledQuery("Сколько дней длится отпуск?", ("vacation-annual",), "exact")``.
     Глава 7. Оценка поиска.
     """
@@ -41,6 +42,7 @@ class LabeledQuery:
     text: str
     relevant: tuple[str, ...]  # id документов с ответом; () — ответа в корпусе нет
     category: str  # один из ключей CATEGORIES
+    split: str = ""  # "dev" — на них подбирают настройки, "test" — на них только измеряют
 
 
 CATEGORIES = {  # id категории → русское название: от «должно работать» к «ответа нет», затем категории главы 9
@@ -519,3 +521,19 @@ DEMO_QUERIES: tuple[LabeledQuery, ...] = (
     LabeledQuery("Номер листка нетрудоспособности: куда отправить и кто оплачивает первые три дня болезни?",
                  ("sick-notify", "sick-notify-memo", "sick-pay"), "duplicate"),
 )
+
+
+def _split_dev_test(queries: tuple[LabeledQuery, ...]) -> tuple[LabeledQuery, ...]:
+    """Поделить запросы на dev и test поровну внутри каждой категории: через один, по порядку."""
+    seen: dict[str, int] = {}
+    out = []
+    for q in queries:
+        n = seen.get(q.category, 0)
+        seen[q.category] = n + 1
+        out.append(LabeledQuery(q.text, q.relevant, q.category, "dev" if n % 2 == 0 else "test"))
+    return tuple(out)
+
+
+DEMO_QUERIES = _split_dev_test(DEMO_QUERIES)
+DEMO_DEV = tuple(q for q in DEMO_QUERIES if q.split == "dev")  # подбирать настройки — только на них
+DEMO_TEST = tuple(q for q in DEMO_QUERIES if q.split == "test")  # измерять подобранное — только на них

@@ -24,7 +24,10 @@ from .errors import EmbedderMismatchError, MiniRagError
 from .text import require_text
 
 _EMBED_BATCH = 2048  # столько текстов эмбеддим за раз
-_QUERY_BLOCK = 64  # столько запросов за одно умножение матриц: 64 × 100 000 float32 = 25 МБ
+# Оценка, меньшая порога не больше чем на столько, проходит порог: косинус, посчитанный разными
+# способами (цикл, np.dot, матрица на вектор, float32), отличается в последних знаках, а «равная
+# порогу оценка проходит» должно выполняться при любом честном способе счёта.
+SCORE_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ def require_hits(hits: object) -> list[Hit]:
 def top_k(scores, k: int, threshold: float | None = None) -> np.ndarray:
     """Номера лучших k оценок по убыванию: сначала порог, потом k; при равенстве — меньший номер.
 
-    Пример: ``top_k([0.2, 0.9, 0.2], k=2)`` → ``array([1, 0])``. Глава 3. Top-k и порог.
+    Порог проходит оценка ``≥ threshold − SCORE_TOLERANCE`` (1e-6): погрешность счёта не
+    отбрасывает оценку, равную порогу. Пример: ``top_k([0.2, 0.9, 0.2], k=2)`` → ``array([1, 0])``. Глава 3. Top-k и порог.
     """
     k = require_k(k)
     threshold = require_threshold(threshold)
@@ -109,7 +113,7 @@ def top_k(scores, k: int, threshold: float | None = None) -> np.ndarray:
     if threshold is None:
         passed, sub = None, scores
     else:
-        passed = np.flatnonzero(scores >= threshold)
+        passed = np.flatnonzero(scores >= threshold - SCORE_TOLERANCE)
         sub = scores[passed]
     if k < sub.size:
         kth = sub[np.argpartition(sub, sub.size - k)[sub.size - k]]  # k-я по величине оценка
@@ -300,8 +304,11 @@ class Index:
         return self._hits(self.scores(query), k, threshold)
 
     def search_many(self, queries: Sequence[str], k: int = 3, threshold: float | None = None) -> list[list[Hit]]:
-        """То же, что ``search``, для списка запросов: одно умножение матриц на пачку запросов.
+        """То же, что ``search``, для списка запросов: запросы эмбеддятся одной пачкой.
 
+        Оценки каждого запроса считаются тем же умножением матрицы на вектор, что и в ``search``,
+        поэтому результат совпадает с ``search`` до последнего бита (умножение матрицы на матрицу
+        складывало бы в другом порядке, и равные оценки могли бы поменяться местами).
         Пример: ``[h[0].doc_id for h in index.search_many(["отпуск", "VPN"])]``.
         Глава 5. Индекс и поиск.
         """
@@ -312,12 +319,7 @@ class Index:
         queries = list(queries)
         if not queries:
             return []
-        vectors = self._query_vectors(queries)
-        results = []
-        for i in range(0, len(queries), _QUERY_BLOCK):
-            block = vectors[i : i + _QUERY_BLOCK] @ self._matrix.T
-            results.extend(self._hits(row, k, threshold) for row in block)
-        return results
+        return [self._hits(self._matrix @ vector, k, threshold) for vector in self._query_vectors(queries)]
 
     # ---------- файл (формат и атомарная запись — в store.py) ----------
     def save(self, path: str | os.PathLike) -> Path:
