@@ -14,12 +14,21 @@
 берёт его, если JupyterLab запущен из корня.
 """
 
+import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 — get_config подставляет сам nbgrader (traitlets)
 
 ROOT = Path(__file__).resolve().parent
 WORK = ROOT / "autograde"
+
+# nbgrader создаёт и обновляет базу оценок, запуская программу alembic по PATH. Если окружение
+# не активировано (.venv/bin/python -m …, .venv/bin/jupyter lab), её там нет: кладём папку
+# программ этого Python в начало PATH — каждая команда nbgrader читает этот файл первым.
+_BIN = str(Path(sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 # ---------- каталог курса ----------
 c.CourseDirectory.course_id = "mini-rag-rukami"
