@@ -9,17 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import check, grade, release, report
+from . import check, grade, release, report, roster
 from .course import CourseError
 
 # порядок — порядок в справке
-COMMANDS = [release, check, grade, report]
+COMMANDS = [release, check, grade, report, roster]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m autograde",
-        description="Лабораторные курса «Мини-RAG руками»: выдача (nbgrader) и самопроверка.",
+        description="Лабораторные курса «Мини-RAG руками»: выдача, самопроверка, проверка группы, оценки.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="КОМАНДА")
     for module in COMMANDS:

@@ -1,97 +1,128 @@
-"""Исполнение ноутбука в ядре песочницы: ячейка за ячейкой, с лимитами времени и вывода.
+"""Исполнение проверяемого ноутбука: ячейки слушателя — в его ядре, тесты — у судьи.
 
-Клиент ядра работает в доверенном процессе, снаружи песочницы: выходы ячеек приходят
-сообщениями протокола Jupyter и записываются здесь, в памяти проверяющего, — файл с
-«исполненным ноутбуком» код слушателя подменить не может. Каждую ячейку ждём не дольше
-``cell_timeout``: потом прерываем (как Ctrl+C) и идём дальше; весь ноутбук — не дольше
-``timeout``; сторож следит за памятью и числом процессов песочницы. Ячейки, до которых дело
-не дошло, получают ошибку «не выполнялась» — иначе пустой выход теста засчитался бы как успех.
+Доверенный процесс (этот модуль) ведёт ноутбук ячейка за ячейкой по плану (``Plan``):
 
-Чего модуль не делает: не решает, сколько стоит ячейка (scoring.py), и не запускает
-песочницу (sandbox.py).
+* ``kernel`` — решения и ячейки слушателя: в ядре слушателя (клиент протокола Jupyter снаружи
+  песочницы, выходы пишутся здесь, в памяти проверяющего);
+* ``both`` — ячейки преподавателя (подготовка, помощники): в ядре и у судьи;
+* ``judge`` — ячейки с тестами: только у судьи. Когда тест читает имя слушателя или зовёт его
+  функцию, судья спрашивает нас, мы исполняем запрос канала (``_autograde_bridge``) в ядре и
+  отдаём ответ судье как есть — сами мы его не разбираем.
+
+Лимиты — на всё: ячейка не дольше ``cell_timeout`` (вместе с вызовами из тестов), ноутбук не
+дольше ``timeout``; весь вывод ноутбука (stdout, stderr, картинки, ошибки с трассировками) — не
+больше ``output_kb``, всё переданное судье — не больше ``transfer_mb``; одно сообщение ядра — не
+больше ``MAX_MESSAGE`` (больше ZeroMQ не примет). Сторож следит за памятью и процессами ядра.
+Ячейки, до которых дело не дошло, получают ошибку «не выполнялась».
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import select
+import socket
+import struct
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from nbformat import NotebookNode
 from nbformat.v4 import new_output, output_from_msg
 
-from .sandbox import Kernel
+from .sandbox import Process
 
-MAX_MESSAGE = 8 * 1024 * 1024  # сообщение ядра больше этого ZeroMQ не примет и разорвёт связь: это тоже поток вывода
-WATCH_EVERY = 0.25  # как часто сторож смотрит на память и процессы, секунд
-INTERRUPT_GRACE = 5.0  # сколько ждать ядро после прерывания, секунд
+MAX_MESSAGE = 16 * 1024 * 1024
+WATCH_EVERY = 0.25
+INTERRUPT_GRACE = 5.0
 STARTUP_TIMEOUT = 60.0
 MEMORY_HELD = 0.85  # после MemoryError ядро, занявшее больше этой доли RLIMIT_AS, останавливаем
 TRACEBACK_LINES = 100
 NOT_EXECUTED = "NotExecuted"
+INSIDE = Path(__file__).resolve().parent / "inside"
+BRIDGE_SOURCE = ((INSIDE / "codec.py").read_text(encoding="utf-8") + "\n"
+                 + (INSIDE / "bridge.py").read_text(encoding="utf-8"))
+INSTALL_BRIDGE = ("import sys as _s, types as _t\n"
+                  "_m = _t.ModuleType('_autograde_bridge')\n"
+                  f"exec(compile({BRIDGE_SOURCE!r}, '<autograde>', 'exec'), _m.__dict__)\n"
+                  "_m.listen({path!r})\n"
+                  "_s.modules['_autograde_bridge'] = _m\n"
+                  "del _s, _t, _m")
+SERVE = "__import__('_autograde_bridge').serve()"
 
 
 @dataclass
 class Event:
-    """Что случилось при исполнении: ``kind`` — timeout, output, memory, processes, died, wall, startup."""
+    """Что случилось: timeout, output, memory, processes, died, wall, startup, transfer, judge."""
 
     kind: str
-    cell: int | None  # номер ячейки в ноутбуке (с 0) или None
+    cell: int | None
     detail: str = ""
 
 
 @dataclass
 class Execution:
-    """Итог исполнения: события и то, дошло ли исполнение до конца."""
-
     events: list[Event] = field(default_factory=list)
-    completed: bool = True  # все ячейки исполнены (пусть и с ошибками)
+    completed: bool = True
     seconds: float = 0.0
 
     def first(self, *kinds: str) -> Event | None:
         return next((e for e in self.events if e.kind in kinds), None)
 
 
-def _size(output: dict) -> int:
-    if output.get("output_type") == "stream":
-        return len(output.get("text", ""))
-    data = output.get("data", {})
-    return sum(len(v) if isinstance(v, str) else len(str(v)) for v in data.values())
+class Stop(Exception):
+    """Дальше ноутбук не исполняем: причина — ``kind`` события."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
 
 
 def _error(ename: str, evalue: str) -> NotebookNode:
     return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-class _Cell:
-    """Сборщик выходов одной ячейки с ограничением объёма."""
+def _size(output: dict) -> int:
+    if output.get("output_type") == "stream":
+        return len(output.get("text", ""))
+    if output.get("output_type") == "error":
+        return len(output.get("evalue", "")) + sum(len(line) for line in output.get("traceback", []))
+    data = output.get("data", {})
+    return sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in data.values())
 
-    def __init__(self, cell: NotebookNode, limit: int):
-        self.cell = cell
-        self.limit = limit
-        self.size = 0
+
+class Budget:
+    """Сколько байт вывода ещё можно принять от всего ноутбука."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+
+    def take(self, size: int) -> bool:
+        self.used += size
+        return self.used <= self.limit
+
+
+class Sink:
+    """Выходы одной ячейки: всё считается в общий бюджет ноутбука."""
+
+    def __init__(self, cell: NotebookNode, budget: Budget):
+        self.cell, self.budget = cell, budget
         self.flooded = False
         self.clear_pending = False
         cell.outputs = []
 
-    def flood(self, name: str = "stdout") -> None:
-        """Вывода слишком много: дальше не храним, ячейку прервут."""
-        if not self.flooded:
-            self.flooded = True
-            note = f"\n… вывод обрезан: ячейка вывела больше {self.limit // 1024} КБ …\n"
-            self.cell.outputs.append(new_output("stream", name=name, text=note))
-
     def add(self, msg: dict) -> None:
-        kind = msg["msg_type"]
-        content = msg["content"]
+        kind, content = msg["msg_type"], msg["content"]
         if kind == "clear_output":
             if content.get("wait"):
                 self.clear_pending = True
             else:
                 self.cell.outputs = []
             return
-        if kind not in ("stream", "display_data", "execute_result", "error"):
+        if kind not in ("stream", "display_data", "execute_result", "error") or self.flooded:
             return
         if self.clear_pending:
             self.cell.outputs = []
@@ -101,226 +132,511 @@ class _Cell:
             tb = output.get("traceback", [])
             if len(tb) > TRACEBACK_LINES:
                 output.traceback = tb[: TRACEBACK_LINES // 2] + ["… трассировка обрезана …"] + tb[-TRACEBACK_LINES // 2:]
-            self.cell.outputs.append(output)  # ошибки храним всегда: по ним считаются баллы
-            return
-        self.size += _size(output)
-        if self.size > self.limit:
-            if not self.flooded:
-                self.flood(output.get("name", "stdout") if kind == "stream" else "stdout")
-            elif kind == "stream" and output.name == "stderr" and not any(
-                    o.get("output_type") == "stream" and o.get("name") == "stderr" for o in self.cell.outputs):
-                # что в тесте был stderr, важно для баллов (так считает nbgrader), даже если текст обрезан
-                self.cell.outputs.append(new_output("stream", name="stderr", text="… stderr обрезан …\n"))
+            output.traceback = [line[:4000] for line in output.traceback]
+            output.evalue = (output.get("evalue") or "")[:20000]
+        if not self.budget.take(_size(output)):
+            self.flooded = True
             return
         last = self.cell.outputs[-1] if self.cell.outputs else None
         if kind == "stream" and last is not None and last.get("output_type") == "stream" and last.name == output.name:
-            last.text += output.text  # склеиваем куски потока: результат не зависит от того, как ядро их нарезало
+            last.text += output.text  # результат не зависит от того, как ядро нарезало поток
         else:
             self.cell.outputs.append(output)
 
 
-def _client(kernel: Kernel) -> BlockingKernelClient:
-    context = zmq.Context()
-    context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
-    context.setsockopt(zmq.LINGER, 0)
-    kc = BlockingKernelClient(context=context)
-    kc.load_connection_info(kernel.connection_info)
-    kc.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=True)
-    return kc
+class _Quiet:
+    """Выходы, которые никому не нужны (установка канала, печать кода слушателя внутри вызовов из тестов)."""
+
+    flooded = False
+
+    def add(self, msg: dict) -> None:
+        return None
 
 
-def _wait_ready(kc: BlockingKernelClient, kernel: Kernel, deadline: float) -> bool:
-    """Ждать, пока ядро ответит на kernel_info; False — умерло или не успело."""
-    while time.monotonic() < deadline:
-        if not kernel.alive():
-            return False
-        msg_id = kc.kernel_info()
-        until = time.monotonic() + 1.0
-        while time.monotonic() < until:
-            try:
-                reply = kc.get_shell_msg(timeout=0.2)
-            except Exception:  # queue.Empty
-                if not kernel.alive():
-                    return False
-                continue
-            if reply["parent_header"].get("msg_id") == msg_id:
-                # дочитать iopub, чтобы старые статусы не путались с ячейками
-                while kc.iopub_channel.msg_ready():
-                    kc.get_iopub_msg(timeout=0)
-                return True
-    return False
+@dataclass
+class Plan:
+    """Где исполнять каждую ячейку: kernel, both, judge или skip (пустая, не код)."""
+
+    where: list[str]
+    owned: list[str]  # имена, которые задаёт решение слушателя: судья всегда берёт их из ядра
+    notebook: str | None = None  # путь к ноутбуку под проверкой внутри песочницы судьи
 
 
-def _interrupt(kc: BlockingKernelClient) -> None:
-    msg = kc.session.msg("interrupt_request", {})
-    kc.control_channel.send(msg)
+class Runner:
+    """Один проход по ноутбуку: ядро, судья, лимиты и события."""
 
+    def __init__(self, nb: NotebookNode, kernel: Process, judge_factory, plan: Plan):
+        self.nb, self.kernel, self.plan = nb, kernel, plan
+        self.limits = kernel.limits
+        self.judge_factory = judge_factory
+        self.judge: Judge | None = None
+        self.instructor: list[str] = []  # ячейки преподавателя, уже исполненные у судьи (для перезапуска)
+        self.result = Execution()
+        self.budget = Budget(self.limits.output_bytes)
+        self.transferred = 0
+        self.started = time.monotonic()
+        self.wall = self.started + self.limits.timeout
 
-def run(nb: NotebookNode, kernel: Kernel) -> Execution:
-    """Исполнить код-ячейки ``nb`` (выходы пишутся в ``nb``) и вернуть события."""
-    limits = kernel.limits
-    started = time.monotonic()
-    wall = started + limits.timeout
-    result = Execution()
-    kc = _client(kernel)
-    try:
-        if not _wait_ready(kc, kernel, min(wall, started + STARTUP_TIMEOUT)):
-            if kernel.alive():
-                result.events.append(Event("startup", None, f"ядро не ответило за {STARTUP_TIMEOUT:g} с"))
-            else:
-                result.events.append(Event("startup", None, kernel.exit_description()))
-            result.completed = False
-            _not_executed(nb, 0, "ядро Python не запустилось")
-            return result
-        poller = zmq.Poller()
-        poller.register(kc.iopub_channel.socket, zmq.POLLIN)
-        poller.register(kc.shell_channel.socket, zmq.POLLIN)
+    # ---------- ядро ----------
+    def _client(self) -> None:
+        context = zmq.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        context.setsockopt(zmq.LINGER, 0)
+        self.kc = BlockingKernelClient(context=context)
+        self.kc.load_connection_info(self.kernel.connection_info)
+        self.kc.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=True)
+        self.poller = zmq.Poller()
+        self.poller.register(self.kc.iopub_channel.socket, zmq.POLLIN)
+        self.poller.register(self.kc.shell_channel.socket, zmq.POLLIN)
         # разрыв связи iopub значит: ядро прислало сообщение больше MAX_MESSAGE — поток вывода
-        monitor = kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-        poller.register(monitor, zmq.POLLIN)
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            if not cell.source.strip():
-                cell.outputs = []
-                continue
-            stop = _run_cell(kc, poller, monitor, kernel, nb, index, wall, result)
-            if stop:
-                result.completed = False
-                reason = {"wall": f"весь ноутбук выполнялся дольше {limits.timeout:g} с",
-                          "memory": "превышен лимит памяти", "processes": "слишком много процессов",
-                          "died": "ядро Python завершилось", "timeout": "ядро не ответило на прерывание",
-                          "output": "поток вывода"}
-                _not_executed(nb, index + 1, reason.get(stop, stop))
-                break
-    finally:
-        result.seconds = time.monotonic() - started
+        self.monitor = self.kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.poller.register(self.monitor, zmq.POLLIN)
+
+    def _ready(self, deadline: float) -> bool:
+        while time.monotonic() < deadline:
+            if not self.kernel.alive():
+                return False
+            msg_id = self.kc.kernel_info()
+            until = time.monotonic() + 1.0
+            while time.monotonic() < until:
+                try:
+                    reply = self.kc.get_shell_msg(timeout=0.2)
+                except Exception:  # queue.Empty
+                    if not self.kernel.alive():
+                        return False
+                    continue
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    while self.kc.iopub_channel.msg_ready():
+                        self.kc.get_iopub_msg(timeout=0)
+                    return True
+        return False
+
+    def _stop(self, kind: str, index: int | None, detail: str = "") -> Stop:
+        self.result.events.append(Event(kind, index, detail))
+        self.kernel.kill()
+        return Stop(kind)
+
+    def _watch(self, index: int, memory: bool = True) -> None:
+        if not self.kernel.alive():
+            self.result.events.append(Event("died", index, self.kernel.exit_description()))
+            raise Stop("died")
+        used, procs = self.kernel.usage() if memory else (0, self.kernel.usage()[1])
+        if procs > self.limits.processes:
+            raise self._stop("processes", index, str(procs))
+        if used > self.limits.memory_bytes:
+            raise self._stop("memory", index, f"{used // (1024 * 1024)} МБ")
+
+    def _kernel_execute(self, source: str, index: int, sink, deadline: float, history: bool = True) -> dict:
+        """Исполнить код в ядре до ответа; вернуть content ответа. Stop — если ядро пришлось остановить."""
+        request = _Request(self, source, index, sink, deadline, history)
+        while not request.done:
+            request.pump(WATCH_EVERY)
+        return request.finish()
+
+    def _kernel_cell(self, index: int) -> None:
+        cell = self.nb.cells[index]
+        sink = Sink(cell, self.budget)
+        content = self._kernel_execute(cell.source, index, sink, time.monotonic() + self.limits.cell_timeout)
+        has_error = any(o.output_type == "error" for o in cell.outputs)
+        if content.get("status") == "error" and not has_error:
+            # ошибка была, но её вывода нет (подменили показ трассировки) — как в nbgrader
+            cell.outputs.append(_error(content.get("ename", "Error"), content.get("evalue", "")))
+        if content.get("status") == "aborted" and not has_error:
+            cell.outputs.append(_error("Aborted", "ядро отказалось выполнять ячейку"))
+        if content.get("autograde_timeout"):
+            if not any(o.output_type == "error" for o in cell.outputs):
+                cell.outputs.append(_error("KeyboardInterrupt", "ячейка прервана"))
+            cell.outputs.append(_error("TimeoutError", f"ячейка выполнялась дольше {self.limits.cell_timeout:g} с "
+                                                       "и была прервана"))
+        if any(o.output_type == "error" and o.get("ename") == "MemoryError" for o in cell.outputs):
+            used = self.kernel.address_space()  # память так и держат — дальше ядро упадёт где придётся
+            if used > MEMORY_HELD * self.limits.memory_bytes:
+                raise self._stop("memory", index, f"{used // (1024 * 1024)} МБ")
+
+    # ---------- судья ----------
+    def _judge(self) -> Judge:
+        if self.judge is None or not self.judge.process.alive():
+            self.judge = Judge(self.judge_factory())
+            self.judge.request({"op": "init", "owned": self.plan.owned, "notebook": self.plan.notebook},
+                               time.monotonic() + STARTUP_TIMEOUT)
+            for source in self.instructor:
+                self.judge.request({"op": "instructor", "source": source}, time.monotonic() + self.limits.cell_timeout)
+        return self.judge
+
+    def _wait(self, ready, serve, deadline: float) -> None:
+        """Ждать, пока ``ready()`` не станет истиной, — обслуживая ядро (serve), если оно исполняет канал."""
+        while not ready():
+            now = time.monotonic()
+            if now >= min(deadline, self.wall):
+                raise TimeoutError
+            if serve is not None:
+                serve.pump(min(WATCH_EVERY, deadline - now))
+            else:
+                select.select(self.judge_fds, [], [], min(WATCH_EVERY, deadline - now))
+            for reader in self.readers:
+                reader()
+
+    def _judge_cell(self, index: int) -> None:
+        cell = self.nb.cells[index]
+        cell.outputs = []
+        deadline = time.monotonic() + self.limits.cell_timeout
+        judge = self._judge()
+        judge.send({"op": "test", "source": cell.source})
+        serve = channel = None
         try:
-            kc.iopub_channel.socket.disable_monitor()
-        except Exception:
+            while True:
+                self.judge_fds, self.readers = [judge.out], [judge.pull]
+                if serve is not None:
+                    serve.extra = [judge.out] + ([channel.fileno()] if channel else [])
+                try:
+                    self._wait(judge.has_frame, serve, deadline)
+                except TimeoutError:
+                    judge.process.kill()
+                    late = time.monotonic() >= self.wall
+                    self.result.events.append(Event("wall" if late else "timeout", index))
+                    cell.outputs.append(_error("TimeoutError", f"проверка выполнялась дольше {self.limits.cell_timeout:g} с"))
+                    if late:
+                        raise self._stop("wall", index) from None
+                    return
+                message = judge.frame()
+                if message.get("op") == "done":
+                    self._test_outputs(cell, message)
+                    return
+                if message.get("op") in ("get", "call"):
+                    if serve is None:
+                        serve = _Request(self, SERVE, index, _Quiet(), deadline, history=False)
+                        channel = _connect(self.kernel.bridge_host, deadline)
+                    judge.send(self._relay(channel, serve, message, index))
+        except Stop:
+            judge.process.kill()
+            raise
+        finally:
+            if channel is not None:
+                _close(channel)
+            if serve is not None and self.kernel.alive():
+                serve.extra = []
+                while not serve.done:
+                    serve.pump(WATCH_EVERY)
+
+    def _relay(self, channel, serve, message: dict, index: int) -> dict:
+        """Передать запрос судьи в ядро через сокет канала и вернуть ответ (или ошибку вместо него)."""
+        if channel is None:
+            return {"refused": "канал проверки в ядре не открылся (код слушателя сломал _autograde_bridge?)"}
+        try:
+            channel.sendall(_frame(message))
+        except OSError:
+            return {"refused": "канал проверки в ядре закрыт (код слушателя сломал _autograde_bridge?)"}
+        reader = _FrameReader(channel, MAX_MESSAGE)
+        serve.extra = [channel.fileno()]
+        self.readers = [reader.pull]
+        try:
+            self._wait(reader.ready, serve, math.inf)
+        except TimeoutError:  # не бывает: срок ячейки держит сам serve (прерывание, затем остановка)
             pass
-        kc.stop_channels()
-        kc.context.destroy(linger=0)
-    return result
+        if serve.interrupted_at is not None and reader.message is None:
+            return {"raise": {"type": "TimeoutError", "mro": ["TimeoutError", "OSError", "Exception"],
+                              "message": f"код слушателя выполнялся дольше {self.limits.cell_timeout:g} с и прерван"}}
+        if reader.message is None:
+            return {"refused": "ядро не ответило на запрос проверки (канал сломан кодом слушателя?)"}
+        self.transferred += reader.size
+        if self.transferred > self.limits.transfer_mb * 1024 * 1024:
+            raise self._stop("transfer", index)
+        return reader.message
+
+    def _test_outputs(self, cell, message: dict) -> None:
+        for output in message.get("outputs", []):
+            try:
+                node = new_output(**output)
+            except (TypeError, ValueError):
+                continue
+            if self.budget.take(_size(node)):
+                cell.outputs.append(node)
+            elif node.output_type == "error":
+                cell.outputs.append(_error("OutputLimitError", "вывод ноутбука превысил лимит"))
+
+    def _both_cell(self, index: int) -> None:
+        self._kernel_cell(index)
+        source = self.nb.cells[index].source
+        self.instructor.append(source)
+        if self.judge is not None and self.judge.process.alive():
+            try:
+                self.judge.request({"op": "instructor", "source": source}, time.monotonic() + self.limits.cell_timeout)
+            except (TimeoutError, EOFError):
+                self.judge.process.kill()
+
+    # ---------- весь ноутбук ----------
+    def run(self) -> Execution:
+        try:
+            self._client()
+            if not self._ready(min(self.wall, self.started + STARTUP_TIMEOUT)):
+                detail = f"ядро не ответило за {STARTUP_TIMEOUT:g} с" if self.kernel.alive() \
+                    else self.kernel.exit_description()
+                self.result.events.append(Event("startup", None, detail))
+                self.result.completed = False
+                not_executed(self.nb, 0, "ядро Python не запустилось")
+                return self.result
+            install = INSTALL_BRIDGE.replace("{path!r}", repr(self.kernel.bridge_inside))
+            self._kernel_execute(install, 0, _Quiet(), time.monotonic() + STARTUP_TIMEOUT, history=False)
+            for index, where in enumerate(self.plan.where):
+                cell = self.nb.cells[index]
+                if where == "skip":
+                    if cell.cell_type == "code":
+                        cell.outputs = []
+                    continue
+                try:
+                    {"kernel": self._kernel_cell, "both": self._both_cell, "judge": self._judge_cell}[where](index)
+                except EOFError as exc:  # судья упал: это сбой проверки, а не работы
+                    self.result.events.append(Event("judge", index, self.judge.failure(exc) if self.judge else str(exc)))
+                    cell.outputs.append(_error("JudgeError", "проверка этой ячейки упала — это сбой проверки"))
+                except Stop as stop:
+                    self.result.completed = False
+                    if not any(o.output_type == "error" for o in cell.outputs):
+                        cell.outputs.append(_error(*STOP_ERRORS[stop.kind](self.limits)))
+                    not_executed(self.nb, index + 1, STOP_REASONS[stop.kind](self.limits))
+                    break
+        finally:
+            self.result.seconds = time.monotonic() - self.started
+            if self.judge is not None:
+                self.judge.process.kill()
+            try:
+                self.kc.iopub_channel.socket.disable_monitor()
+                self.kc.stop_channels()
+                self.kc.context.destroy(linger=0)
+            except Exception:  # noqa: BLE001 — клиента могло не успеть появиться
+                pass
+        return self.result
 
 
-def _not_executed(nb: NotebookNode, start: int, why: str) -> None:
+class _Request:
+    """Один execute_request в ядре: ответ, статус idle, тайм-аут ячейки, сторож — по кусочку за вызов ``pump``."""
+
+    def __init__(self, runner: Runner, source: str, index: int, sink, deadline: float, history: bool):
+        self.runner, self.index, self.sink, self.deadline, self.history = runner, index, sink, deadline, history
+        self.msg_id = runner.kc.execute(source, store_history=history, allow_stdin=False, stop_on_error=False)
+        self.interrupted_at = self.reply = self.reply_at = None
+        self.idle = False
+        self.next_watch = 0.0
+        self.extra: list[int] = []  # ещё дескрипторы, которых ждём вместе с ядром (судья, сокет канала)
+
+    @property
+    def done(self) -> bool:
+        return self.reply is not None and (self.idle or time.monotonic() - self.reply_at > 2.0)
+
+    def pump(self, wait: float) -> None:
+        runner = self.runner
+        now = time.monotonic()
+        if self.done:  # ядро ответило: только подождать дескрипторы судьи и канала
+            if self.extra:
+                select.select(self.extra, [], [], max(0.0, wait))
+            return
+        if now >= runner.wall:
+            raise runner._stop("wall", self.index)
+        if getattr(self.sink, "flooded", False):
+            raise runner._stop("output", self.index)
+        if self.interrupted_at is None and now >= self.deadline:
+            runner.result.events.append(Event("timeout", self.index))
+            runner.kc.control_channel.send(runner.kc.session.msg("interrupt_request", {}))
+            self.interrupted_at = now
+        if self.interrupted_at is not None and now - self.interrupted_at > INTERRUPT_GRACE:
+            raise runner._stop("hung", self.index)
+        if now >= self.next_watch:
+            self.next_watch = now + WATCH_EVERY
+            runner._watch(self.index)
+        limit = min(wait, max(0.0, min(self.deadline, runner.wall) - now) + 0.01)
+        for fd in self.extra:
+            runner.poller.register(fd, zmq.POLLIN)
+        try:
+            events = dict(runner.poller.poll(max(1, int(limit * 1000))))
+        finally:
+            for fd in self.extra:
+                runner.poller.unregister(fd)
+        kc = runner.kc
+        if runner.monitor in events:
+            while runner.monitor.poll(0):
+                runner.monitor.recv_multipart()
+            try:  # связь рвётся и когда ядро умерло: тогда это не поток вывода
+                runner.kernel.proc.wait(timeout=0.5)
+            except Exception:
+                raise runner._stop("output", self.index) from None
+        if kc.iopub_channel.socket in events:
+            while kc.iopub_channel.msg_ready():
+                msg = kc.get_iopub_msg(timeout=0)
+                if msg["parent_header"].get("msg_id") != self.msg_id:
+                    continue
+                if msg["msg_type"] == "status":
+                    self.idle = self.idle or msg["content"].get("execution_state") == "idle"
+                elif msg["msg_type"] == "execute_input":
+                    if isinstance(self.sink, Sink) and self.history:
+                        self.sink.cell.execution_count = msg["content"].get("execution_count")
+                else:
+                    self.sink.add(msg)
+        if kc.shell_channel.socket in events:
+            while kc.shell_channel.msg_ready():
+                msg = kc.get_shell_msg(timeout=0)
+                if msg["parent_header"].get("msg_id") == self.msg_id:
+                    self.reply, self.reply_at = msg, time.monotonic()
+
+    def finish(self) -> dict:
+        self.runner._watch(self.index, memory=False)  # fork-бомба, оставшаяся после ячейки, — на счёт этой ячейки
+        content = self.reply["content"]
+        if self.interrupted_at is not None:
+            content["autograde_timeout"] = True
+        return content
+
+
+def _frame(message: dict) -> bytes:
+    data = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    return struct.pack(">I", len(data)) + data
+
+
+class _FrameReader:
+    """Собирает один кадр из сокета канала, не больше ``limit`` байт."""
+
+    def __init__(self, sock, limit: int):
+        self.sock, self.limit = sock, limit
+        self.buffer = b""
+        self.message = None
+        self.size = 0
+        self.closed = False
+
+    def ready(self) -> bool:
+        return self.message is not None or self.closed
+
+    def pull(self) -> None:
+        while self.message is None and not self.closed:
+            try:
+                chunk = self.sock.recv(1 << 20, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.closed = True
+                return
+            self.buffer += chunk
+            if len(self.buffer) >= 4:
+                (size,) = struct.unpack(">I", self.buffer[:4])
+                if size > self.limit:
+                    self.closed = True
+                    return
+                if len(self.buffer) >= 4 + size:
+                    try:
+                        self.message = json.loads(self.buffer[4:4 + size])
+                    except ValueError:
+                        self.message = {"refused": "повреждённый ответ ядра"}
+                    if not isinstance(self.message, dict):
+                        self.message = {"refused": "повреждённый ответ ядра"}
+                    self.size = size
+
+
+def _connect(path: str, deadline: float):
+    """Соединиться с сокетом канала в ядре (он появляется, когда ядро исполнило установку канала)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    while True:
+        try:
+            sock.connect(path)
+            return sock
+        except OSError:
+            if time.monotonic() > min(deadline, time.monotonic() + 5):
+                sock.close()
+                return None
+            time.sleep(0.01)
+
+
+def _close(sock) -> None:
+    try:
+        sock.sendall(_frame({"op": "end"}))
+    except OSError:
+        pass
+    sock.close()
+
+
+STOP_ERRORS = {
+    "wall": lambda lim: ("TimeoutError", f"ноутбук выполнялся дольше {lim.timeout:g} с и был остановлен"),
+    "output": lambda lim: ("OutputLimitError", f"ноутбук вывел больше {lim.output_kb} КБ; ядро остановлено"),
+    "memory": lambda lim: ("MemoryError", f"процессы ячейки заняли больше {lim.memory_mb} МБ"),
+    "processes": lambda lim: ("RuntimeError", f"ячейка запустила больше {lim.processes} процессов"),
+    "died": lambda lim: ("DeadKernelError", "ядро Python завершилось"),
+    "hung": lambda lim: ("TimeoutError", f"ячейка выполнялась дольше {lim.cell_timeout:g} с и не остановилась "
+                                         "по прерыванию"),
+    "transfer": lambda lim: ("OutputLimitError", f"тестам передано больше {lim.transfer_mb} МБ данных"),
+}
+STOP_REASONS = {
+    "wall": lambda lim: f"весь ноутбук выполнялся дольше {lim.timeout:g} с",
+    "output": lambda lim: "вывод ноутбука превысил лимит",
+    "memory": lambda lim: "превышен лимит памяти",
+    "processes": lambda lim: "слишком много процессов",
+    "died": lambda lim: "ядро Python завершилось",
+    "hung": lambda lim: "ядро не ответило на прерывание",
+    "transfer": lambda lim: "тестам передано слишком много данных",
+}
+
+
+def not_executed(nb: NotebookNode, start: int, why: str) -> None:
     for cell in nb.cells[start:]:
         if cell.cell_type == "code" and cell.source.strip():
             cell.outputs = [_error(NOT_EXECUTED, f"ячейка не выполнялась: {why}")]
             cell.execution_count = None
 
 
-def _watch(kernel: Kernel, cell, index: int, result: Execution, memory: bool = True) -> str | None:
-    """Сторож: ядро живо, процессов и памяти не больше лимита. Иначе — причина остановки."""
-    limits = kernel.limits
-    if not kernel.alive():
-        result.events.append(Event("died", index, kernel.exit_description()))
-        cell.outputs.append(_error("DeadKernelError", f"ядро Python завершилось ({kernel.exit_description()})"))
-        return "died"
-    memory, procs = kernel.usage() if memory else (0, kernel.processes())
-    if procs > limits.processes:
-        result.events.append(Event("processes", index, str(procs)))
-        kernel.kill()
-        cell.outputs.append(_error("RuntimeError", f"ячейка запустила больше {limits.processes} процессов"))
-        return "processes"
-    if memory > limits.memory_bytes:
-        result.events.append(Event("memory", index, f"{memory // (1024 * 1024)} МБ"))
-        kernel.kill()
-        cell.outputs.append(_error("MemoryError", f"процессы ячейки заняли больше {limits.memory_mb} МБ"))
-        return "memory"
-    return None
+class Judge:
+    """Процесс судьи и кадры к нему: 4 байта длины + JSON."""
 
+    def __init__(self, process: Process):
+        self.process = process
+        self.out = process.stdout.fileno()
+        os.set_blocking(self.out, False)
+        self.buffer = b""
+        self.eof = False
 
-def _run_cell(kc, poller, monitor, kernel: Kernel, nb, index: int, wall: float, result: Execution) -> str | None:
-    """Исполнить одну ячейку. Вернуть причину остановить весь ноутбук или None."""
-    limits = kernel.limits
-    cell = nb.cells[index]
-    sink = _Cell(cell, limits.output_kb * 1024)
-    msg_id = kc.execute(cell.source, store_history=True, allow_stdin=False, stop_on_error=False)
-    deadline = time.monotonic() + limits.cell_timeout
-    interrupted_at = None
-    reply = None
-    idle = False
-    reply_at = None
-    next_watch = 0.0
-    while True:
-        now = time.monotonic()
-        if reply is not None and (idle or now - reply_at > 2.0):
-            break
-        if now >= wall:
-            result.events.append(Event("wall", index))
-            kernel.kill()
-            cell.outputs.append(_error("TimeoutError", f"ноутбук выполнялся дольше {limits.timeout:g} с и был остановлен"))
-            return "wall"
-        if sink.flooded:
-            # поток вывода забивает память ядра (буферы ZeroMQ): дождаться прерывания нельзя — исход
-            # зависел бы от случая (MemoryError, SIGABRT). Останавливаем ядро сразу: результат один и тот же.
-            result.events.append(Event("output", index))
-            kernel.kill()
-            cell.outputs.append(_error("OutputLimitError", f"ячейка вывела больше {limits.output_kb} КБ; "
-                                                           "ядро остановлено"))
-            return "output"
-        if interrupted_at is None and now >= deadline:
-            result.events.append(Event("timeout", index))
-            _interrupt(kc)
-            interrupted_at = now
-        if interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE:
-            kernel.kill()
-            cell.outputs.append(_error("TimeoutError", f"ячейка выполнялась дольше {limits.cell_timeout:g} с "
-                                                       "и не остановилась по прерыванию"))
-            return "timeout"
-        if now >= next_watch:
-            next_watch = now + WATCH_EVERY
-            stop = _watch(kernel, cell, index, result)
-            if stop:
-                return stop
-        timeout_ms = max(1, int(min(WATCH_EVERY, max(0.0, min(deadline, wall) - now) + 0.01) * 1000))
-        events = dict(poller.poll(timeout_ms))
-        if monitor in events:
-            while monitor.poll(0):
-                monitor.recv_multipart()
-            try:  # связь рвётся и когда ядро умерло: тогда это не поток вывода
-                kernel.proc.wait(timeout=0.5)
-            except Exception:
-                sink.flood()
-        if kc.iopub_channel.socket in events:
-            while kc.iopub_channel.msg_ready():
-                msg = kc.get_iopub_msg(timeout=0)
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                if msg["msg_type"] == "status":
-                    idle = idle or msg["content"].get("execution_state") == "idle"
-                elif msg["msg_type"] == "execute_input":
-                    cell.execution_count = msg["content"].get("execution_count")
-                else:
-                    sink.add(msg)
-        if kc.shell_channel.socket in events:
-            while kc.shell_channel.msg_ready():
-                msg = kc.get_shell_msg(timeout=0)
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    reply = msg
-                    reply_at = time.monotonic()
-    stop = _watch(kernel, cell, index, result, memory=False)  # fork-бомба, оставшаяся после ячейки, — на счёт этой ячейки
-    if stop:
-        return stop
-    content = reply["content"]
-    if content.get("status") == "error" and not any(o.output_type == "error" for o in cell.outputs):
-        # ошибка была, но вывода об ошибке нет (например, подменили показ трассировки) — как в nbgrader
-        cell.outputs.append(new_output("error", ename=content.get("ename", "Error"), evalue=content.get("evalue", ""),
-                                       traceback=content.get("traceback") or [f"{content.get('ename', 'Error')}"]))
-    if content.get("status") == "aborted" and not any(o.output_type == "error" for o in cell.outputs):
-        cell.outputs.append(_error("Aborted", "ядро отказалось выполнять ячейку"))
-    if interrupted_at is not None:
-        if not any(o.output_type == "error" for o in cell.outputs):
-            cell.outputs.append(_error("KeyboardInterrupt", "ячейка прервана"))
-        cell.outputs.append(_error("TimeoutError", f"ячейка выполнялась дольше {limits.cell_timeout:g} с и была прервана"))
-    if any(o.output_type == "error" and o.get("ename") == "MemoryError" for o in cell.outputs):
-        # память кончилась: если её так и держат, дальше ядро упадёт где придётся — останавливаем здесь;
-        # если большой запрос просто не удался и память свободна, работаем дальше
-        used = kernel.address_space()
-        if used > MEMORY_HELD * limits.memory_bytes:
-            result.events.append(Event("memory", index, f"{used // (1024 * 1024)} МБ"))
-            kernel.kill()
-            return "memory"
-    return None
+    def send(self, message: dict) -> None:
+        try:
+            self.process.stdin.write(_frame(message))
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise EOFError("судья не принимает запросы") from None
+
+    def pull(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.out, 1 << 20)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.eof = True
+                return
+            self.buffer += chunk
+
+    def has_frame(self) -> bool:
+        if len(self.buffer) >= 4:
+            (size,) = struct.unpack(">I", self.buffer[:4])
+            if len(self.buffer) >= 4 + size:
+                return True
+        if self.eof:
+            raise EOFError("судья закрыл канал")
+        return False
+
+    def frame(self) -> dict:
+        (size,) = struct.unpack(">I", self.buffer[:4])
+        data, self.buffer = self.buffer[4:4 + size], self.buffer[4 + size:]
+        return json.loads(data)
+
+    def receive(self, deadline: float) -> dict:
+        while not self.has_frame():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            select.select([self.out], [], [], min(left, 0.5))
+            self.pull()
+        return self.frame()
+
+    def request(self, message: dict, deadline: float) -> dict:
+        self.send(message)
+        return self.receive(deadline)
+
+    def failure(self, exc: Exception) -> str:
+        self.process.kill()
+        tail = self.process.tail.text()[-600:]
+        return f"{exc}; {self.process.exit_description()}" + (f"; {tail}" if tail else "")

@@ -1,14 +1,11 @@
 """Отзыв слушателю: HTML с итогом по тестам и его ноутбуком — без кода скрытых тестов.
 
-nbgrader кладёт в отзыв проверенный ноутбук целиком, а в нём тесты восстановлены из версии
-преподавателя — вместе со скрытыми. Здесь перед выводом в HTML (nbconvert, шаблон
-``templates/feedback``) из каждой ячейки со скрытыми тестами вырезается код между
-``### BEGIN HIDDEN TESTS`` и ``### END HIDDEN TESTS``, а у её ошибок остаётся только имя и
-сообщение (трассировка показала бы строки скрытого теста). Видно, прошёл ли тест и что он
-сказал; не видно, как он устроен.
-
-Чего модуль не делает: не считает баллы (scoring.py) и не читает базу оценок — ручные
-баллы и комментарии ему передают.
+На вход — уже очищенный проверенный ноутбук (sanitize.py): markdown слушателя — безопасный
+HTML, выходы — только текст и настоящие картинки, метаданные — только nbgrader. Здесь из ячеек
+скрытых тестов убирается код (строка-заглушка вместо него) и всё, кроме имени и сообщения
+ошибки; строки скрытых тестов вычёркиваются из любого текста (на всякий случай: в ядро
+слушателя код тестов больше не попадает). Шаблон ``templates/feedback`` экранирует каждое
+значение. Модуль не считает баллы и не читает базу оценок — ручные баллы ему передают.
 """
 
 from __future__ import annotations
@@ -21,61 +18,22 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
-from .scoring import HIDDEN_BEGIN, REVIEW_PREFIX, Master, _gid
+from .master import HIDDEN_BEGIN, HIDDEN_END, Master, gid, hide_tests
+from .notebook import REVIEW_PREFIX
+from .results import Result, fmt
+from .sanitize import printable
 
-HIDDEN_END = "END HIDDEN TESTS"
-# что можно оставить в HTML из текста слушателя: разметка есть, скриптов и обработчиков нет
-SAFE_TAGS = ["a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5", "h6",
-             "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table", "tbody", "td", "th",
-             "thead", "tr", "ul"]
-SAFE_ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "alt", "title"], "*": ["class"]}
-SAFE_OUTPUTS = ("text/plain", "image/png", "image/jpeg")
 PLACEHOLDER = "# … здесь скрытые тесты: их код не показывается …"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-
-def hide_tests(source: str) -> str:
-    """Вырезать области скрытых тестов, оставив на их месте строку-заглушку."""
-    out, inside = [], False
-    for line in source.split("\n"):
-        if HIDDEN_BEGIN in line:
-            inside = True
-            indent = line[: len(line) - len(line.lstrip())]
-            out.append(indent + PLACEHOLDER)
-        elif HIDDEN_END in line:
-            inside = False
-        elif not inside:
-            out.append(line)
-    return "\n".join(out)
-
-
-def clean_markdown(source: str) -> str:
-    """Markdown слушателя → безопасный HTML (bleach): отзыв открывают в браузере, скрипты в нём не нужны."""
-    import bleach
-    from nbconvert.filters import markdown2html
-
-    return bleach.clean(markdown2html(source), tags=SAFE_TAGS, attributes=SAFE_ATTRIBUTES,
-                        protocols=["http", "https", "mailto", "data"], strip=True)
-
-
-def _safe_outputs(cell) -> None:
-    """Из выходов кода оставить текст и картинки: HTML, JavaScript и SVG из ядра слушателя не показываем."""
-    for output in cell.get("outputs", []):
-        if output.get("output_type") in ("display_data", "execute_result"):
-            data = output.get("data", {})
-            kept = {k: v for k, v in data.items() if k in SAFE_OUTPUTS}
-            if not kept:
-                kept = {"text/plain": "[вывод " + ", ".join(sorted(data)) + " в отзыве не показывается]"}
-            output["data"] = kept
 
 
 def hidden_lines(master: Master, shortest: int = 16) -> list[str]:
     """Строки кода скрытых тестов (без коротких и общих вроде «import minirag as _ref»)."""
     lines = set()
-    for gid in master.order:
-        if master.has_hidden_tests(gid):
+    for grade_id in master.order:
+        if master.has_hidden_tests(grade_id):
             inside = False
-            for line in master.by_id[gid].source.split("\n"):
+            for line in master.by_id[grade_id].source.split("\n"):
                 if HIDDEN_BEGIN in line or HIDDEN_END in line:
                     inside = HIDDEN_BEGIN in line
                     lines.add(line.strip())
@@ -86,10 +44,9 @@ def hidden_lines(master: Master, shortest: int = 16) -> list[str]:
 
 
 class Redactor:
-    """Вычёркивает из текста строки скрытых тестов: код слушателя мог перехватить их и напечатать."""
+    """Вычёркивает из текста строки скрытых тестов — как есть и как их показали бы repr() и json.dumps()."""
 
     def __init__(self, master: Master):
-        # и как есть, и как их покажут repr() или json.dumps() (с экранированными кавычками)
         variants = set()
         for line in hidden_lines(master):
             variants.update({line, repr(line)[1:-1], json.dumps(line, ensure_ascii=False)[1:-1]})
@@ -105,75 +62,58 @@ class Redactor:
 
     def cell(self, cell) -> None:
         for output in cell.get("outputs", []):
-            if "text" in output:
-                output["text"] = self(output["text"])
-            if "evalue" in output:
-                output["evalue"] = self(output["evalue"])
+            for key in ("text", "evalue"):
+                if key in output:
+                    output[key] = self(output[key])
             if "traceback" in output:
                 output["traceback"] = [self(line) for line in output["traceback"]]
             for key, value in output.get("data", {}).items():
                 output["data"][key] = self(value)
 
 
-def _fmt(points) -> str:
-    return "—" if points is None else f"{float(points):g}"
-
-
-def _title(master: Master, gid: str, kind: str) -> str:
-    for line in master.by_id[gid].source.splitlines():
+def title(master: Master, grade_id: str, kind: str) -> str:
+    for line in master.by_id[grade_id].source.splitlines():
         line = line.strip()
         if line.startswith("#") and "BEGIN" not in line:
             text = line.lstrip("#").strip()
             return text.split(":", 1)[1].strip() if text.lower().startswith("проверка:") else text
         if line:
             break
-    return f"письменный ответ ({gid})" if kind == "manual" else gid
+    return f"письменный ответ ({grade_id})" if kind == "manual" else grade_id
 
 
-def student_notebook(executed: NotebookNode, master: Master, cells: list[dict], manual: dict) -> tuple[NotebookNode, list[dict]]:
-    """Копия ноутбука для слушателя и строки таблицы итогов.
+def student_notebook(clean: NotebookNode, master: Master, cells: list[dict], manual: dict) -> tuple[NotebookNode, list[dict]]:
+    """Копия очищенного ноутбука для слушателя и строки таблицы итогов.
 
-    ``cells`` — баллы по ячейкам (CellScore.to_dict), ``manual`` — {grade_id: (балл, комментарий)}
-    из базы оценок, если преподаватель уже проверил письменные ответы.
+    ``cells`` — баллы по ячейкам (CellScore.to_dict), ``manual`` — {grade_id: (балл, комментарий)} из базы.
     """
-    nb = copy.deepcopy(executed)
+    nb = copy.deepcopy(clean)
     by_id = {c["grade_id"]: c for c in cells}
     redact = Redactor(master)
     rows = []
     for cell in nb.cells:
-        gid = _gid(cell)
-        trusted = gid is not None and gid in master.by_id and not master.by_id[gid].metadata["nbgrader"].get("solution")
-        if cell.cell_type == "markdown" and not trusted:
-            cell.source = clean_markdown(cell.source)
-        if cell.cell_type == "code":
-            _safe_outputs(cell)
-        cell.metadata.pop("nbgrader", None)
-        cell.metadata.pop("autograde", None)
-        if gid and gid in master.by_id and master.has_hidden_tests(gid):
-            # от скрытого теста остаются итог и сообщение об ошибке; трассировка и печать показали бы его код
-            cell.source = hide_tests(master.by_id[gid].source)
-            cell.outputs = [output for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+        grade_id = gid(cell)
+        cell.metadata = NotebookNode()
+        if grade_id and grade_id in master.by_id and master.has_hidden_tests(grade_id):
+            cell.source = hide_tests(master.by_id[grade_id].source, PLACEHOLDER)
+            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
             for output in cell.outputs:
-                output["evalue"] = (output.get("evalue") or "")[:500]
-                output["traceback"] = [f"{output.get('ename', 'Error')}: {output['evalue']}"]
+                output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
         if cell.cell_type == "code":
             redact.cell(cell)
-        info = by_id.get(gid)
-        comment = manual.get(gid, (None, ""))[1] if gid else ""
+        info = by_id.get(grade_id)
+        comment = manual.get(grade_id, (None, ""))[1] if grade_id else ""
         if info is None:
             if comment:  # комментарий преподавателя к ячейке-решению без баллов
-                cell.metadata["autograde_label"] = f"Комментарий преподавателя: {comment}"
-                cell.metadata["autograde_css"] = "manual"
-                cell.metadata["autograde_anchor"] = f"ag-{gid}"
+                cell.metadata.update(autograde_label=f"Комментарий преподавателя: {comment}", autograde_css="manual",
+                                     autograde_anchor=f"ag-{grade_id}")
             continue
-        anchor = f"ag-{gid}"
-        score = info["score"]
-        message = info["message"]
+        score, message = info["score"], info["message"]
         if info["kind"] == "test":
             passed = score is not None and score >= info["max_score"]
             verdict, css = ("пройден", "passed") if passed else ("не пройден", "failed")
         else:
-            graded, comment = manual.get(gid, (None, ""))
+            graded, comment = manual.get(grade_id, (None, ""))
             if graded is not None:
                 score, verdict, css = graded, "проверено преподавателем", "manual"
             elif score is not None:
@@ -181,14 +121,17 @@ def student_notebook(executed: NotebookNode, master: Master, cells: list[dict], 
             else:
                 verdict, css = "ждёт проверки преподавателем", "manual"
             message = comment or message
-        title = _title(master, gid, info["kind"])
-        cell.metadata["autograde_label"] = f"{title}: {verdict}, {_fmt(score)} из {_fmt(info['max_score'])}" + (
-            f". Комментарий преподавателя: {comment}" if comment else "")
-        cell.metadata["autograde_css"] = css
-        cell.metadata["autograde_anchor"] = anchor
-        rows.append({"anchor": anchor, "title": title, "points": f"{_fmt(score)} из {_fmt(info['max_score'])}",
-                     "verdict": verdict, "css": css, "message": redact(message)})
+        name = title(master, grade_id, info["kind"])
+        cell.metadata.update(autograde_anchor=f"ag-{grade_id}", autograde_css=css,
+                             autograde_label=f"{name}: {verdict}, {_points(score)} из {_points(info['max_score'])}"
+                             + (f". Комментарий преподавателя: {comment}" if comment else ""))
+        rows.append({"anchor": f"ag-{grade_id}", "title": name, "verdict": verdict, "css": css,
+                     "points": f"{_points(score)} из {_points(info['max_score'])}", "message": redact(message)})
     return nb, rows
+
+
+def _points(value) -> str:
+    return "—" if value is None else fmt(value)
 
 
 @lru_cache(maxsize=1)
@@ -199,18 +142,18 @@ def _exporter():
     from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
     class FeedbackExporter(HTMLExporter):
-        """HTMLExporter без прохода BeautifulSoup в конце (атрибуты доступности; треть времени отзыва)
-        и с кэшем подсветки: код заданий и тестов у всех слушателей один и тот же."""
+        """HTMLExporter без прохода BeautifulSoup в конце и с кэшем подсветки (код заданий у всех один)."""
 
         def from_notebook_node(self, nb, resources=None, **kw):
             highlight = Highlight2HTML(pygments_lexer="ipython3", parent=self)
-            cache: dict = _HIGHLIGHT_CACHE
 
             def highlight_code(source, language=None, metadata=None):
                 key = (source, language)
-                if key not in cache:
-                    cache[key] = highlight(source, language=language, metadata=metadata)
-                return cache[key]
+                if key not in _HIGHLIGHT_CACHE:
+                    if len(_HIGHLIGHT_CACHE) > 5000:
+                        _HIGHLIGHT_CACHE.clear()
+                    _HIGHLIGHT_CACHE[key] = highlight(source, language=language, metadata=metadata)
+                return _HIGHLIGHT_CACHE[key]
 
             resources = self._init_resources(resources)
             self.register_filter("highlight_code", highlight_code)
@@ -225,35 +168,40 @@ def _exporter():
 _HIGHLIGHT_CACHE: dict = {}
 
 
-def render(executed: NotebookNode, master: Master, *, student_id: str, result: dict, manual: dict | None = None) -> str:
-    """HTML отзыва. ``result`` — итог проверки (grade.py), ``manual`` — ручные баллы из базы."""
+def render(clean: NotebookNode, master: Master, *, student_id: str, result: Result, manual: dict | None = None) -> str:
+    """HTML отзыва по очищенному проверенному ноутбуку и итогу."""
     manual = manual or {}
-    nb, rows = student_notebook(executed, master, result["cells"], manual)
-    pending = [c for c in result["cells"] if c["kind"] == "manual" and manual.get(c["grade_id"], (None,))[0] is None
-               and c["score"] is None]
-    manual_total = sum(c["max_score"] for c in result["cells"] if c["kind"] == "manual")
+    nb, rows = student_notebook(clean, master, result.cells, manual)
+    manual_cells = [c for c in result.cells if c["kind"] == "manual"]
+    pending = [c for c in manual_cells if manual.get(c["grade_id"], (None,))[0] is None and c["score"] is None]
+    manual_total = sum(c["max_score"] for c in manual_cells)
+    got_manual = sum((manual.get(c["grade_id"], (None,))[0] or c["score"] or 0) for c in manual_cells)
     if pending:
-        manual_line = f"Письменные ответы ({_fmt(manual_total)} б.) ещё проверяет преподаватель."
+        manual_line = f"Письменные ответы ({fmt(manual_total)} б.) ещё проверяет преподаватель."
+        total_line = f"Пока без письменных ответов: {fmt(result.score + got_manual)} из {fmt(result.max_score + manual_total)}."
     elif manual_total:
-        got = sum((manual.get(c["grade_id"], (None,))[0] or c["score"] or 0) for c in result["cells"] if c["kind"] == "manual")
-        manual_line = f"Письменные ответы: {_fmt(got)} из {_fmt(manual_total)}."
+        manual_line = f"Письменные ответы: {fmt(got_manual)} из {fmt(manual_total)}."
+        total_line = f"Итого: {fmt(result.score + got_manual)} из {fmt(result.max_score + manual_total)}."
     else:
-        manual_line = ""
-    # пометка «подозрительные конструкции» — для преподавателя, в отзыв слушателю она не идёт
-    status_line = "; ".join(part for part in (result.get("message") or "").split("; ")
-                            if part and not part.startswith(REVIEW_PREFIX))
+        manual_line, total_line = "", f"Итого: {fmt(result.score)} из {fmt(result.max_score)}."
+    status_line = "; ".join(part for part in (result.message or "").split("; ")
+                            if part and not part.startswith(REVIEW_PREFIX))  # пометка — для преподавателя
+    if result.late_hours > 0:
+        status_line = "; ".join(filter(None, [status_line, f"сдано на {result.late_hours:.1f} ч позже срока"
+                                              + (f", снято {fmt(result.penalty)} б." if result.penalty else "")]))
     resources = {"autograde": {
-        "title": f"{master.lab} — отзыв для {student_id}",
-        "score": _fmt(result["score"]), "max_score": _fmt(result["max_score"]),
-        "manual_line": manual_line, "status_line": status_line, "rows": rows,
+        "title": f"{master.lab} — отзыв для {printable(student_id)}",
+        "score": fmt(result.score), "max_score": fmt(result.max_score), "manual_line": manual_line,
+        "total_line": total_line, "status_line": status_line, "rows": rows,
     }}
     body, _ = _exporter().from_notebook_node(nb, resources=resources)
     return body
 
 
-def error_page(lab: str, student_id: str, result: dict) -> str:
+def error_page(lab: str, student_id: str, result: Result) -> str:
     """Отзыв, когда ноутбук не удалось проверить вовсе (не JSON, нет файла и т. п.)."""
     return ("<!DOCTYPE html><html lang='ru'><head><meta charset='utf-8'><title>"
-            f"{html.escape(lab)}</title></head><body><h1>{html.escape(lab)} — отзыв для {html.escape(student_id)}</h1>"
-            f"<p><b>Работа не проверена: баллы автопроверки {_fmt(result['score'])} из {_fmt(result['max_score'])}.</b></p>"
-            f"<p>{html.escape(result.get('message') or '')}</p></body></html>")
+            f"{html.escape(lab)}</title></head><body><h1>{html.escape(lab)} — отзыв для "
+            f"{html.escape(printable(student_id))}</h1>"
+            f"<p><b>Работа не проверена: баллы автопроверки {fmt(result.score)} из {fmt(result.max_score)}.</b></p>"
+            f"<p>{html.escape(result.message or '')}</p></body></html>")

@@ -17,7 +17,10 @@ import argparse
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+from minirag import plural
 
 from .course import RELEASE, ROOT, SECRET_MARKERS, SOLUTIONS, CourseError, lab_names
 
@@ -34,36 +37,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def release(labs: list[str] | None = None, root: Path = ROOT, log=print) -> list[Path]:
     """Сгенерировать labs/<lab>/ для каждой лабораторной и вернуть пути выданных ноутбуков.
 
-    Пример: ``release(["lab01_mini_rag"])``.
+    nbgrader генерирует во временную папку рядом с labs/; прежняя labs/<lab>/ заменяется только
+    целиком готовой и проверенной новой (нет маркеров решений и скрытых тестов). Сбой —
+    сообщение, а выданная версия остаётся прежней. Пример: ``release(["lab01_mini_rag"])``.
     """
+    from .course import Course
+    from .history import releases
+    from .master import build_master
+
     root = Path(root).resolve()
     known = lab_names(root)
     wanted = list(labs) if labs else known
     unknown = [lab for lab in wanted if lab not in known]
     if unknown:
         raise CourseError(f"Нет лабораторных {', '.join(unknown)} в {root / SOLUTIONS}. Есть: {', '.join(known)}.")
+    target = root / RELEASE
+    target.mkdir(exist_ok=True)
+    course = Course.load(root)
     released = []
     for lab in wanted:
-        result = subprocess.run(
-            [sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force", "--log-level=WARN"],
-            cwd=root, capture_output=True, text=True,
-        )
-        if result.returncode != 0:
-            raise CourseError(f"nbgrader не смог сгенерировать {lab}:\n{result.stdout}{result.stderr}")
-        notebook = root / RELEASE / lab / f"{lab}.ipynb"
-        if not notebook.is_file():
-            raise CourseError(f"nbgrader отработал, но {notebook} не появился: проверь nbgrader_config.py.")
-        leaked = sorted({m for path in notebook.parent.rglob("*") if path.is_file()
-                         for m in SECRET_MARKERS if m in path.read_text(encoding="utf-8", errors="ignore")})
-        if leaked:
-            shutil.rmtree(notebook.parent)
-            raise CourseError(f"В выданной версии {lab} остались маркеры {leaked}: решение утекло бы. "
-                              f"Проверь разметку ячеек в {root / SOLUTIONS / lab}; labs/{lab} удалена.")
+        with tempfile.TemporaryDirectory(prefix=".release-", dir=target) as tmp:
+            result = subprocess.run(
+                [sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force", "--log-level=WARN",
+                 f"--CourseDirectory.release_directory={tmp}"],
+                cwd=root, capture_output=True, text=True,
+            )
+            fresh = Path(tmp) / lab
+            if result.returncode != 0 or not (fresh / f"{lab}.ipynb").is_file():
+                raise CourseError(f"nbgrader не смог сгенерировать {lab} (выданная версия в {RELEASE}/{lab} не тронута):\n"
+                                  f"{result.stdout}{result.stderr}")
+            leaked = sorted({m for path in fresh.rglob("*") if path.is_file()
+                             for m in SECRET_MARKERS if m in path.read_text(encoding="utf-8", errors="ignore")})
+            if leaked:
+                raise CourseError(f"В новой выданной версии {lab} остались маркеры {leaked}: решение утекло бы. "
+                                  f"Проверь разметку ячеек в {root / SOLUTIONS / lab}; {RELEASE}/{lab} не тронута.")
+            old = target / f".{lab}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            if (target / lab).exists():
+                (target / lab).rename(old)
+            fresh.rename(target / lab)
+            shutil.rmtree(old, ignore_errors=True)
+        notebook = target / lab / f"{lab}.ipynb"
+        master = build_master(root / SOLUTIONS / lab / f"{lab}.ipynb", lab, course.config)
+        releases(course.work / "work" / lab / "releases.json", master)  # тесты этого выпуска — «свои» для слушателей
         log(f"{lab}: {notebook.relative_to(root)}")
         released.append(notebook)
     if not labs:  # полная выдача: убрать из labs/ то, чего больше нет в solutions/
-        for stale in sorted((root / RELEASE).iterdir()) if (root / RELEASE).is_dir() else []:
-            if stale.is_dir() and stale.name not in known:
+        for stale in sorted(target.iterdir()):
+            if stale.is_dir() and not stale.name.startswith(".") and stale.name not in known:
                 shutil.rmtree(stale)
                 log(f"{stale.name}: удалена из {RELEASE}/ — её нет в {SOLUTIONS}/")
     return released
@@ -71,5 +92,6 @@ def release(labs: list[str] | None = None, root: Path = ROOT, log=print) -> list
 
 def run(args: argparse.Namespace) -> int:
     released = release(args.labs, args.course)
-    print(f"Готово: {len(released)} лабораторных в {RELEASE}/. Не правь их руками — правь {SOLUTIONS}/ и запускай release.")
+    count = plural(len(released), "лабораторная", "лабораторные", "лабораторных")
+    print(f"Готово: {count} в {RELEASE}/. Не правь их руками — правь {SOLUTIONS}/ и запускай release.")
     return 0

@@ -1,8 +1,8 @@
 """Сводка по лабораторной: ``python -m autograde report LAB``.
 
-Читает autograde/grades/<LAB>.csv (его пишет ``grade``), печатает таблицу по слушателям и
-итог по группе и сохраняет гистограмму автобаллов в autograde/grades/<LAB>.png. Ничего не
-перепроверяет и базу оценок не трогает.
+Читает итоги проверки (autograde/work/<LAB>/results/, их пишет ``grade``) и ручные оценки из базы,
+печатает таблицу по слушателям и итог по группе (несданные — отдельно, в средние не входят),
+сохраняет гистограмму автобаллов в autograde/grades/<LAB>.png. Ничего не перепроверяет.
 
 Пример:
     python -m autograde report lab01_mini_rag
@@ -11,12 +11,12 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import statistics
 from pathlib import Path
 
-from .course import ROOT, CourseError
+from . import roster
+from .course import ROOT, Course, CourseError, safe_key
+from .results import Result, fmt, load, statistics_line, works
+from .sanitize import mixed_script, printable
 
 NAME = "report"
 HELP = "таблица и итог по проверенной лабораторной, гистограмма баллов (PNG)"
@@ -29,65 +29,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="корень каталога курса (по умолчанию этот репозиторий)")
 
 
-def read_rows(root: Path, lab: str) -> list[dict]:
-    path = Path(root) / "autograde" / "grades" / f"{lab}.csv"
-    if not path.is_file():
-        raise CourseError(f"Нет {path}: сначала проверьте работы — python -m autograde grade {lab} --submissions ПАПКА.")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    for row in rows:
-        for key in ("score", "max_score", "manual_pending"):
-            row[key] = float(row[key])
-    return rows
+def manual_scores(course: Course, lab: str) -> dict[str, dict]:
+    """Ручные оценки из базы: {ключ слушателя: {grade_id: (балл, комментарий)}}."""
+    from nbgrader.api import Gradebook, MissingEntry
 
+    from .gradebook import manual_grades
 
-def unsandboxed(root: Path, lab: str) -> list[str]:
-    """Кого проверяли без песочницы (--no-sandbox) — по итогам в autograde/work/<LAB>/results/."""
-    folder = Path(root) / "autograde" / "work" / lab / "results"
-    names = []
-    for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    out = {}
+    with Gradebook(course.db_url, course.course_id) as gb:
         try:
-            if not json.loads(file.read_text(encoding="utf-8")).get("sandbox", True):
-                names.append(file.stem)
-        except ValueError:
-            continue
-    return names
+            submissions = gb.assignment_submissions(lab)
+        except MissingEntry:
+            return out
+        for submission in submissions:
+            for notebook in submission.notebooks:
+                out[submission.student.id] = manual_grades(notebook)
+    return out
 
 
-def table(rows: list[dict]) -> str:
-    width = max([len("слушатель")] + [len(r["student_id"]) for r in rows])
-    lines = [f"{'слушатель'.ljust(width)}  {'баллы':>11}  {'вручную':>7}  {'статус':<7}  сообщение"]
-    for r in rows:
-        message = r["message"] if len(r["message"]) <= MESSAGE_WIDTH else r["message"][: MESSAGE_WIDTH - 1] + "…"
-        lines.append(f"{r['student_id'].ljust(width)}  {r['score']:>5g} / {r['max_score']:<3g}  "
-                     f"{r['manual_pending']:>7g}  {r['status']:<7}  {message}")
+def table(results: list[Result], manual: dict) -> str:
+    names = [printable(r.display_id) for r in results]
+    width = min(40, max([len("слушатель")] + [len(n) for n in names]))
+    lines = [f"{'слушатель'.ljust(width)}  {'баллы':>11}  {'вручную':>7}  {'статус':<13}  сообщение"]
+    for name, r in zip(names, results):
+        message = printable(r.message)
+        message = message if len(message) <= MESSAGE_WIDTH else message[: MESSAGE_WIDTH - 1] + "…"
+        lines.append(f"{name.ljust(width)}  {fmt(r.score):>5} / {fmt(r.max_score):<3}  "
+                     f"{fmt(r.pending_manual(manual.get(r.student, {}))):>7}  {r.status:<13}  {message}")
     return "\n".join(lines)
 
 
-def totals(rows: list[dict], lab: str) -> str:
-    scores = [r["score"] for r in rows]
-    top = max(r["max_score"] for r in rows)
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "error", "timeout", "killed")}
-    return (f"{lab}: {len(rows)} работ; " + ", ".join(f"{s} {n}" for s, n in counts.items())
-            + f". Автобаллы из {top:g}: средний {statistics.mean(scores):.1f}, медиана {statistics.median(scores):g}, "
-            f"минимум {min(scores):g}, максимум {max(scores):g}. Письменные ответы ждут проверки у "
-            f"{sum(r['manual_pending'] > 0 for r in rows)}.")
-
-
-def histogram(rows: list[dict], lab: str, path: Path) -> Path:
-    """Гистограмма автобаллов: по столбику на целый балл."""
+def histogram(results: list[Result], lab: str, path: Path) -> Path:
+    """Гистограмма автобаллов сданных работ: по столбику на целый балл."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    top = max(r["max_score"] for r in rows)
+    counted = [r for r in results if r.counted]
+    top = max(r.max_score for r in counted)
     fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
-    bins = [b - 0.5 for b in range(int(top) + 2)]
-    ax.hist([r["score"] for r in rows], bins=bins, color="#4c72b0", edgecolor="white")
-    ax.set_xlabel(f"автобаллы (из {top:g})")
+    ax.hist([r.score for r in counted], bins=[b - 0.5 for b in range(int(top) + 2)], color="#4c72b0", edgecolor="white")
+    ax.set_xlabel(f"автобаллы (из {fmt(top)})")
     ax.set_ylabel("число работ")
-    ax.set_title(f"{lab}: распределение автобаллов, {len(rows)} работ")
+    ax.set_title(f"{lab}: распределение автобаллов, {works(len(counted))}")
     ax.set_xlim(-0.5, top + 0.5)
     ax.yaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()
@@ -98,16 +83,32 @@ def histogram(rows: list[dict], lab: str, path: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    root = Path(args.course).resolve()
-    rows = read_rows(root, args.lab)
-    if not rows:
-        raise CourseError(f"В autograde/grades/{args.lab}.csv нет ни одной работы.")
-    print(table(rows))
+    course = Course.load(args.course)
+    lab = course.lab(args.lab)
+    results = load(lab.results)
+    if not results:
+        raise CourseError(f"Итогов {args.lab} нет: сначала python -m autograde grade {args.lab} --submissions ПАПКА.")
+    manual = manual_scores(course, args.lab)
+    print(table(results, manual))
     print()
-    print(totals(rows, args.lab))
-    plain = unsandboxed(root, args.lab)
+    print(statistics_line(results) or "Сданных работ нет.")
+    pending = sum(r.pending_manual(manual.get(r.student, {})) > 0 for r in results if r.counted)
+    print(f"Письменные ответы ждут проверки: {pending}.")
+    missing = [printable(r.display_id) for r in results if not r.counted]
+    graded = {r.student for r in results}
+    listed = [s.get("name") or s["id"] for s in roster.load(course).students if safe_key(s["id"]) not in graded]
+    if missing or listed:
+        print("Не сдали: " + ", ".join(missing + [printable(n) for n in listed]) + ".")
+    late = [printable(r.display_id) for r in results if r.late_hours > 0]
+    if late:
+        print("Сдали после срока: " + ", ".join(late) + ".")
+    plain = [printable(r.display_id) for r in results if not r.sandbox and r.counted]
     if plain:
         print(f"ВНИМАНИЕ: без песочницы (--no-sandbox) проверены: {', '.join(plain)}.")
-    png = histogram(rows, args.lab, root / "autograde" / "grades" / f"{args.lab}.png")
-    print(f"Гистограмма: {png.relative_to(root)}")
+    lookalike = [printable(repr(r.display_id)) for r in results if mixed_script(r.display_id)]
+    if lookalike:
+        print("Похожие на подделку id (буквы разных алфавитов в одном слове): " + ", ".join(lookalike))
+    if any(r.counted for r in results):
+        png = histogram(results, args.lab, course.work / "grades" / f"{args.lab}.png")
+        print(f"Гистограмма: {png.relative_to(course.root)}")
     return 0

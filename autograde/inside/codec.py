@@ -1,0 +1,200 @@
+"""Узкий канал между ядром слушателя и судьёй: только простые данные, закодированные в JSON.
+
+Один и тот же модуль работает по обе стороны: в ядре слушателя (кодирует результаты его
+функций, раскодирует аргументы) и в процессе судьи (кодирует аргументы тестов, раскодирует
+результаты). Каждое значение — JSON-объект с одним ключом-тегом, кроме None, bool, str и
+конечных чисел; раскодирование строгое: неизвестный тег, лишний ключ, слишком глубокая
+вложенность или слишком много узлов — ``CodecError``.
+
+Что проходит: None, bool, int, float (и nan/inf), complex, str, bytes, list, tuple, dict, set,
+frozenset, numpy-массивы числовых и логических типов, numpy-скаляры (тип сохраняется),
+экземпляры dataclass из разрешённых классов (их пересобирает принимающая сторона своим
+классом) и функции (как ссылки: их вызывают через канал). Всё остальное — объекты со своим
+``__eq__``, генераторы, модули, подклассы list/dict — отказ с понятной причиной.
+
+Модуль не импортирует ничего, кроме стандартной библиотеки и numpy (если он есть): он
+живёт внутри песочницы, где нет пакета autograde.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import math
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover — в курсе numpy есть всегда
+    np = None
+
+MAX_DEPTH = 64
+MAX_NODES = 2_000_000
+NUMERIC_KINDS = "biufc"  # bool, int, uint, float, complex
+
+
+class CodecError(ValueError):
+    """Значение нельзя передать через канал: сообщение — причина по-русски."""
+
+
+def _type_name(value) -> str:
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__qualname__}"
+
+
+class Encoder:
+    """Кодирует значение в JSON-совместимое дерево.
+
+    ``register_function(f) -> id`` решает, что делать с функциями: в ядре — запомнить и выдать
+    номер, у судьи — отказать (функции судьи в ядро не передаются).
+    """
+
+    def __init__(self, register_function=None):
+        self.register_function = register_function
+        self.nodes = 0
+
+    def __call__(self, value, depth: int = 0):
+        self.nodes += 1
+        if depth > MAX_DEPTH:
+            raise CodecError(f"вложенность глубже {MAX_DEPTH} уровней (или список содержит сам себя)")
+        if self.nodes > MAX_NODES:
+            raise CodecError(f"больше {MAX_NODES} значений в одном ответе")
+        kind = type(value)
+        if value is None or kind is bool or kind is str:
+            return value
+        if kind is int:
+            return value if abs(value) < 2**53 else {"int": str(value)}
+        if kind is float:
+            return value if math.isfinite(value) else {"float": repr(value)}
+        if kind is complex:
+            return {"complex": [self(value.real, depth + 1), self(value.imag, depth + 1)]}
+        if kind is bytes:
+            return {"bytes": base64.b64encode(value).decode("ascii")}
+        if kind in (list, tuple, set, frozenset):
+            items = value if kind in (list, tuple) else _sorted(value)
+            return {kind.__name__: [self(v, depth + 1) for v in items]}
+        if kind is dict:
+            return {"dict": [[self(k, depth + 1), self(v, depth + 1)] for k, v in value.items()]}
+        if np is not None and kind is np.ndarray:
+            if value.dtype.kind not in NUMERIC_KINDS:
+                raise CodecError(f"numpy-массив с типом {value.dtype} (нужны числа или bool)")
+            array = np.ascontiguousarray(value)
+            return {"ndarray": [array.dtype.str, list(array.shape), base64.b64encode(array.tobytes()).decode("ascii")]}
+        if np is not None and isinstance(value, np.generic) and kind.__module__ == "numpy":
+            if value.dtype.kind not in NUMERIC_KINDS:
+                raise CodecError(f"numpy-скаляр типа {value.dtype}")
+            return {"npscalar": [value.dtype.str, base64.b64encode(value.tobytes()).decode("ascii")]}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = {f.name: self(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}
+            return {"dataclass": [kind.__module__, kind.__qualname__, fields]}
+        if callable(value) and not isinstance(value, type):
+            if self.register_function is None:
+                raise CodecError("функцию нельзя передать в эту сторону")
+            return {"function": [self.register_function(value), getattr(value, "__qualname__", "функция")]}
+        raise CodecError(f"значение типа {_type_name(value)} не передаётся: нужны простые данные "
+                         "(числа, строки, списки, словари, numpy-массивы) или dataclass из задания")
+
+
+def _sorted(items) -> list:
+    """Элементы множества в устойчивом порядке: одинаковый вход — одинаковый JSON."""
+    try:
+        return sorted(items)
+    except TypeError:
+        return sorted(items, key=repr)
+
+
+class Decoder:
+    """Раскодирует дерево из JSON строго.
+
+    ``resolve_class(module, qualname) -> класс | None`` — какие dataclass разрешены;
+    ``make_function(id, name)`` — во что превращается функция (у судьи — в прокси; в ядре — отказ).
+    """
+
+    def __init__(self, resolve_class, make_function=None):
+        self.resolve_class = resolve_class
+        self.make_function = make_function
+        self.nodes = 0
+
+    def __call__(self, data, depth: int = 0):
+        self.nodes += 1
+        if depth > MAX_DEPTH or self.nodes > MAX_NODES:
+            raise CodecError("слишком глубокое или слишком большое значение")
+        if data is None or type(data) in (bool, str):
+            return data
+        if type(data) is int:
+            return data
+        if type(data) is float:
+            return data
+        if type(data) is not dict or len(data) != 1:
+            raise CodecError("повреждённое значение в канале")
+        (tag, body), = data.items()
+        if tag in ("list", "tuple", "set", "frozenset") and type(body) is list:
+            items = [self(v, depth + 1) for v in body]
+            try:
+                return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+            except TypeError:
+                raise CodecError("во множестве нехешируемый элемент") from None
+        if tag == "dict" and type(body) is list:
+            out = {}
+            for pair in body:
+                if type(pair) is not list or len(pair) != 2:
+                    raise CodecError("повреждённый словарь в канале")
+                key = self(pair[0], depth + 1)
+                try:
+                    out[key] = self(pair[1], depth + 1)
+                except TypeError:
+                    raise CodecError(f"ключ словаря типа {type(key).__name__} не хешируется") from None
+            return out
+        if tag == "int" and type(body) is str and len(body) < 5000:
+            return int(body)
+        if tag == "float" and body in ("nan", "inf", "-inf"):
+            return float(body)
+        if tag == "complex" and type(body) is list and len(body) == 2:
+            return complex(float(self(body[0], depth + 1)), float(self(body[1], depth + 1)))
+        if tag == "bytes" and type(body) is str:
+            return base64.b64decode(body, validate=True)
+        if tag == "ndarray" and type(body) is list and len(body) == 3:
+            return _array(*body)
+        if tag == "npscalar" and type(body) is list and len(body) == 2:
+            return _array(body[0], [], body[1])[()]
+        if tag == "dataclass" and type(body) is list and len(body) == 3:
+            return self._dataclass(*body, depth=depth)
+        if tag == "function" and type(body) is list and len(body) == 2 and type(body[0]) is int:
+            if self.make_function is None:
+                raise CodecError("функцию нельзя передать в эту сторону")
+            return self.make_function(body[0], str(body[1])[:200])
+        raise CodecError(f"неизвестное значение в канале: {tag!r:.40}")
+
+    def _dataclass(self, module, qualname, fields, depth: int):
+        if type(module) is not str or type(qualname) is not str or type(fields) is not dict:
+            raise CodecError("повреждённый dataclass в канале")
+        cls = self.resolve_class(module, qualname)
+        if cls is None:
+            raise CodecError(f"dataclass {qualname} не из задания: верни объекты классов, которые дало задание "
+                             "(или простые данные)")
+        names = [f.name for f in dataclasses.fields(cls) if f.init]
+        if sorted(fields) != sorted(names):
+            raise CodecError(f"у {qualname} поля {sorted(fields)}, а в задании {sorted(names)}")
+        return cls(**{name: self(fields[name], depth + 1) for name in names})
+
+
+def _array(dtype, shape, data):
+    if np is None:
+        raise CodecError("numpy недоступен")
+    if type(dtype) is not str or type(shape) is not list or type(data) is not str:
+        raise CodecError("повреждённый numpy-массив в канале")
+    kind = np.dtype(dtype)
+    if kind.kind not in NUMERIC_KINDS or kind.hasobject:
+        raise CodecError(f"numpy-массив с типом {dtype}")
+    if any(type(n) is not int or n < 0 for n in shape) or len(shape) > 32:
+        raise CodecError("повреждённая форма numpy-массива")
+    raw = base64.b64decode(data, validate=True)
+    count = math.prod(shape)
+    if count * kind.itemsize != len(raw):
+        raise CodecError("размер numpy-массива не сходится с формой")
+    return np.frombuffer(raw, dtype=kind).reshape(shape).copy()
+
+
+def exception_reply(exc: BaseException) -> dict:
+    """Исключение из кода слушателя — как данные: тип, его предки и сообщение."""
+    mro = [c.__name__ for c in type(exc).__mro__ if c is not object]
+    return {"raise": {"type": type(exc).__name__, "mro": mro[:20], "message": str(exc)[:4000]}}

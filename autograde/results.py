@@ -1,0 +1,165 @@
+"""Итог проверки одной работы (``Result``), его файл, CSV группы и сводка — общие для ``grade`` и ``report``.
+
+Итог пишется атомарно (временный файл рядом и ``os.replace``): после ``kill -9`` он либо есть
+целиком, либо его нет. CSV собирается из итогов и всегда одинаков при одинаковых итогах.
+Всё, что пришло от слушателя (id, имена файлов, сообщения), в CSV и в терминал попадает через
+``printable``: управляющие символы — кодами. Модуль не исполняет код и не трогает базу оценок.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import statistics
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from minirag import plural
+
+from .sanitize import mixed_script, printable
+from .verdict import STATUSES
+
+VERSION = 2  # меняется, когда меняется сам способ проверки: тогда перепроверяются все
+CSV_COLUMNS = ["student_id", "lab", "score", "max_score", "manual_pending", "status", "late", "message"]
+
+
+@dataclass
+class Result:
+    """Итог одной работы."""
+
+    student: str  # ключ слушателя (имя папок и запись в базе оценок)
+    display_id: str  # как слушатель назван в сдаче или в списке группы
+    lab: str
+    key: str  # хеш всего, от чего зависит итог; "" — перепроверить в следующий раз
+    status: str
+    message: str
+    score: float
+    max_score: float
+    cells: list[dict] = field(default_factory=list)  # CellScore.to_dict()
+    answered: dict = field(default_factory=dict)  # grade_id письменного ответа → написан ли
+    answers: dict = field(default_factory=dict)  # grade_id письменного ответа → хеш его текста
+    sandbox: bool = True
+    events: list[dict] = field(default_factory=list)
+    submitted_at: str = ""  # время сдачи по LMS (ISO 8601) или ""
+    late_hours: float = 0.0
+    penalty: float = 0.0  # сколько баллов снято за опоздание
+    review: list[str] = field(default_factory=list)  # подозрительные конструкции — для глаз преподавателя
+    feedback_state: str = ""
+    version: int = VERSION
+
+    @property
+    def unexecuted(self) -> bool:
+        """Работу не исполняли вовсе (файл не ноутбук, работы нет): отзыв — короткая страница."""
+        return self.status in ("error", "not_submitted") and not self.events
+
+    @property
+    def counted(self) -> bool:
+        """Входит ли работа в средние и медианы (несданная — нет)."""
+        return self.status != "not_submitted"
+
+    def pending_manual(self, manual: dict) -> float:
+        """Сколько баллов письменных ответов ещё ждут преподавателя."""
+        return sum(c["max_score"] for c in self.cells
+                   if c["kind"] == "manual" and c["score"] is None and manual.get(c["grade_id"], (None,))[0] is None)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Result:
+        data = json.loads(text)
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Записать файл целиком или никак: временный файл рядом и os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name[:100]}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load(folder: Path) -> list[Result]:
+    """Все итоги лабораторной (autograde/work/<lab>/results/*.json), по ключу слушателя."""
+    results = []
+    for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            result = Result.from_json(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError):
+            continue  # недописанного файла не бывает (os.replace), но чужой мусор пропускаем
+        if result.version == VERSION:
+            results.append(result)
+    return sorted(results, key=lambda r: (r.display_id, r.student))
+
+
+def fmt(value) -> str:
+    return f"{float(value):g}"
+
+
+def write_csv(path: Path, results: list[Result], manual: dict[str, dict]) -> Path:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in results:
+        writer.writerow([printable(r.display_id), r.lab, fmt(r.score), fmt(r.max_score),
+                         fmt(r.pending_manual(manual.get(r.student, {}))), r.status,
+                         fmt(round(r.late_hours, 2)), printable(r.message)])
+    atomic_write(path, buffer.getvalue())
+    return path
+
+
+def works(n: int) -> str:
+    return plural(n, "работа", "работы", "работ")
+
+
+def statistics_line(results: list[Result]) -> str:
+    counted = [r for r in results if r.counted]
+    if not counted:
+        return ""
+    scores = [r.score for r in counted]
+    top = max(r.max_score for r in counted)
+    full = sum(s == top for s in scores)
+    return (f"Автобаллы ({works(len(counted))}, без несданных): средний {statistics.mean(scores):.1f}, "
+            f"медиана {statistics.median(scores):g} из {fmt(top)}; с полным баллом — {full}.")
+
+
+def summary(lab: str, results: list[Result], graded_now: int, reused: int, warnings: list[str],
+            csv_path: str, feedback_hint: str) -> str:
+    """Сводка по группе для терминала: статусы, баллы, работы с замечаниями, пропущенное при приёме."""
+    counts = {s: sum(r.status == s for r in results) for s in STATUSES}
+    lines = [f"{lab}: в таблице {works(len(results))} — " + ", ".join(f"{s} {counts[s]}" for s in STATUSES if counts[s])
+             + f". В этом запуске проверено: {graded_now}, взято готовым: {reused}."]
+    stats = statistics_line(results)
+    if stats:
+        lines.append(stats)
+    unsandboxed = [r for r in results if not r.sandbox and r.counted]
+    if unsandboxed:
+        lines.append(f"ВНИМАНИЕ: без песочницы (--no-sandbox) проверено {works(len(unsandboxed))} — их код исполнялся "
+                     "с вашими правами.")
+    late = [r for r in results if r.late_hours > 0]
+    if late:
+        lines.append(f"Сдано после срока: {works(len(late))} (колонка late — часы опоздания).")
+    lookalike = [r for r in results if mixed_script(r.display_id)]
+    if lookalike:
+        lines.append("Похожие на подделку id (буквы разных алфавитов в одном слове): "
+                     + ", ".join(printable(repr(r.display_id)) for r in lookalike))
+    flagged = [r for r in results if r.message and r.status != "not_submitted"]
+    if flagged:
+        width = min(40, max(len(printable(r.display_id)) for r in flagged))
+        lines.append("Работы с замечаниями:")
+        for r in flagged:
+            lines.append(f"  {printable(r.display_id).ljust(width)}  {r.status:<7}  {fmt(r.score)}/{fmt(r.max_score)}  "
+                         f"{printable(r.message)}")
+    missing = [r for r in results if r.status == "not_submitted"]
+    if missing:
+        lines.append("Не сдали: " + ", ".join(printable(r.display_id) for r in missing))
+    for warning in warnings:
+        lines.append(f"Пропущено при приёме: {printable(warning)}")
+    lines.append(f"Оценки: {csv_path}; отзывы: {feedback_hint}; письменные ответы — в formgrader (autograde/README.md).")
+    return "\n".join(lines)

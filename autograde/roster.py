@@ -1,0 +1,156 @@
+"""Список группы: кто есть кто под всеми именами, под которыми слушатель приходит в сдачах.
+
+``python -m autograde roster import group.csv`` — CSV с колонками ``id,name,email,aliases``
+(aliases — через «;»: папка на JupyterHub, имя в LMS, номера участника LMS). Список хранится в
+``autograde/roster.json`` (вне git: это личные данные). Сдача «Иван Петров_123» из Moodle, папка
+``petrov`` и запись ``ivan@example.org`` сводятся к одному слушателю; номер участника Moodle
+разный в каждом задании, поэтому имя из LMS сверяется и без номера, если оно в группе одно.
+``roster merge ИЗ В`` сливает две записи (с историей сдач и итогами), ``roster remove ID``
+убирает слушателя из списка. Без списка id слушателя — то, что пришло в сдаче.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+from pathlib import Path
+
+from .course import ROOT, Course, CourseError, lab_names, safe_key
+from .results import atomic_write
+
+NAME = "roster"
+HELP = "список группы: импорт CSV, слияние двух записей одного слушателя, удаление"
+_NUMBER_SUFFIX = re.compile(r"^(?P<name>.+?)_\d+$")
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).split()).casefold()
+
+
+class Roster:
+    """Слушатели группы и их другие имена."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.students: list[dict] = []
+        if path.is_file():
+            try:
+                self.students = json.loads(path.read_text(encoding="utf-8"))["students"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CourseError(f"{path} повреждён ({exc}): импортируйте список заново (roster import).") from None
+        self._index()
+
+    def _index(self) -> None:
+        self.by_alias: dict[str, set[str]] = {}
+        for student in self.students:
+            names = [student["id"], student.get("name", ""), student.get("email", ""), *student.get("aliases", [])]
+            for name in filter(None, names):
+                self.by_alias.setdefault(_norm(name), set()).add(student["id"])
+
+    def __bool__(self) -> bool:
+        return bool(self.students)
+
+    def resolve(self, raw_id: str) -> tuple[str, bool]:
+        """(id слушателя, найден ли в списке). Неизвестный id остаётся как есть."""
+        for candidate in (raw_id, *(m.group("name") for m in [_NUMBER_SUFFIX.match(raw_id)] if m)):
+            found = self.by_alias.get(_norm(candidate), set())
+            if len(found) == 1:
+                return next(iter(found)), True
+        return raw_id, False
+
+    def display(self, student_id: str) -> str:
+        for student in self.students:
+            if student["id"] == student_id:
+                return student.get("name") or student_id
+        return student_id
+
+    def save(self) -> None:
+        atomic_write(self.path, json.dumps({"students": self.students}, ensure_ascii=False, indent=1))
+        self._index()
+
+
+def load(course: Course) -> Roster:
+    return Roster(course.work / "roster.json")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ДЕЙСТВИЕ")
+    imp = sub.add_parser("import", help="загрузить список группы из CSV: id,name,email,aliases")
+    imp.add_argument("file", type=Path, metavar="FILE")
+    merge = sub.add_parser("merge", help="ИЗ — та же персона, что В: перенести сдачи и итоги, ИЗ станет псевдонимом")
+    merge.add_argument("source", metavar="ИЗ")
+    merge.add_argument("target", metavar="В")
+    remove = sub.add_parser("remove", help="убрать слушателя из списка группы (его сдачи и итоги остаются)")
+    remove.add_argument("student", metavar="ID")
+    sub.add_parser("show", help="напечатать список группы")
+    for action in (imp, merge, remove):
+        action.add_argument("--course", type=Path, default=ROOT, metavar="ПАПКА", help="корень каталога курса")
+    parser.set_defaults(course=ROOT)
+
+
+def import_csv(roster: Roster, path: Path) -> int:
+    if not path.is_file():
+        raise CourseError(f"Нет файла {path}.")
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or "id" not in rows[0]:
+        raise CourseError(f"В {path} нет колонки id: нужен CSV с колонками id,name,email,aliases.")
+    students, seen = [], set()
+    for number, row in enumerate(rows, start=2):
+        student_id = (row.get("id") or "").strip()
+        if not student_id:
+            raise CourseError(f"{path}, строка {number}: пустой id.")
+        if student_id in seen:
+            raise CourseError(f"{path}, строка {number}: id {student_id!r} повторяется.")
+        seen.add(student_id)
+        aliases = [a.strip() for a in (row.get("aliases") or "").split(";") if a.strip()]
+        students.append({"id": student_id, "name": (row.get("name") or "").strip(),
+                         "email": (row.get("email") or "").strip(), "aliases": aliases})
+    roster.students = students
+    roster.save()
+    return len(students)
+
+
+def merge(course: Course, roster: Roster, source: str, target: str) -> None:
+    """Сдачи и итоги записи ``source`` переходят к ``target``; ``source`` становится его псевдонимом."""
+    from .history import History
+
+    student = next((s for s in roster.students if s["id"] == target), None)
+    if student is None:
+        student = {"id": target, "name": "", "email": "", "aliases": []}
+        roster.students.append(student)
+    roster.students = [s for s in roster.students if s["id"] != source or s is student]
+    if source not in student["aliases"]:
+        student["aliases"].append(source)
+    roster.save()
+    for lab in lab_names(course.root):
+        work = course.work / "work" / lab
+        History(work / "history").move(safe_key(source), safe_key(target))
+        stale = work / "results" / f"{safe_key(source)}.json"
+        if stale.is_file():
+            stale.unlink()  # итог пересчитается при следующем grade — уже под новым ключом
+
+
+def run(args: argparse.Namespace) -> int:
+    course = Course.load(args.course)
+    roster = load(course)
+    if args.action == "import":
+        count = import_csv(roster, args.file)
+        print(f"Список группы: {count} — сохранён в {roster.path.relative_to(course.root)}. "
+              "Запустите grade, чтобы сдачи сопоставились со списком.")
+    elif args.action == "merge":
+        merge(course, roster, args.source, args.target)
+        print(f"{args.source} → {args.target}: сдачи перенесены; запустите grade, чтобы пересчитать итоги.")
+    elif args.action == "remove":
+        before = len(roster.students)
+        roster.students = [s for s in roster.students if s["id"] != args.student]
+        if len(roster.students) == before:
+            raise CourseError(f"В списке группы нет {args.student!r}.")
+        roster.save()
+        print(f"{args.student} убран из списка группы (его сдачи и итоги остались в autograde/work/).")
+    else:
+        for student in roster.students:
+            print(f"{student['id']}\t{student.get('name', '')}\t{student.get('email', '')}\t{'; '.join(student['aliases'])}")
+    return 0

@@ -1,0 +1,133 @@
+"""Всё, что слушатель сдал и что напечатал его код, — чужие данные: показываем только очищенное.
+
+Очищенный ноутбук — то, что ложится в ``autograded/`` (его открывает formgrader в сессии
+преподавателя), в базу оценок и в отзыв:
+
+* markdown слушателя превращается в HTML и чистится nh3 (санитайзер HTML на Rust, сделанный для
+  этого): скрипты, обработчики, стили, ``javascript:`` и ``data:`` в ссылках не проходят;
+* выходы кода — только текст, ошибки и картинки PNG/JPEG, которые правда PNG/JPEG (base64
+  проверен, сигнатура файла на месте); HTML, JavaScript, SVG, LaTeX и виджеты заменяются строкой
+  «[вывод … не показывается]»; из метаданных выходов остаются только целые width/height;
+* метаданные ячеек — только nbgrader из эталона (``allowed`` решает вызывающий);
+* для терминала и CSV (``printable``) управляющие символы и символы смены направления текста
+  показываются кодами: ``\\x1b``, ``\\u202e``.
+
+Модуль ничего не читает и не пишет на диск.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import re
+import unicodedata
+
+from nbformat import NotebookNode
+
+SAFE_TAGS = {"a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5", "h6",
+             "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table", "tbody", "td", "th",
+             "thead", "tr", "ul"}
+SAFE_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}}
+SAFE_SCHEMES = {"http", "https", "mailto"}
+IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
+SAFE_MIME = ("text/plain", *IMAGE_MAGIC)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def markdown_html(source: str) -> str:
+    """Markdown слушателя → безопасный HTML (nh3). Пример: ``markdown_html("<script>x</script>**a**")``."""
+    import nh3
+    from nbconvert.filters import markdown2html
+
+    return nh3.clean(markdown2html(source), tags=SAFE_TAGS, attributes=SAFE_ATTRIBUTES, url_schemes=SAFE_SCHEMES,
+                     clean_content_tags={"script", "style"}, link_rel="noopener noreferrer nofollow")
+
+
+def _image(value, mime: str) -> str | None:
+    """Строка base64 картинки, если это правда картинка этого типа, иначе None."""
+    if not isinstance(value, str):
+        return None
+    compact = "".join(value.split())
+    try:
+        raw = base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return compact if raw.startswith(IMAGE_MAGIC[mime]) else None
+
+
+def _size(value) -> int | None:
+    return value if type(value) is int and 0 < value <= 10000 else None
+
+
+def output(out: dict) -> NotebookNode | None:
+    """Один выход кода в безопасном виде (или None — выбросить)."""
+    kind = out.get("output_type")
+    if kind == "stream":
+        name = out.get("name") if out.get("name") in ("stdout", "stderr") else "stdout"
+        return NotebookNode(output_type="stream", name=name, text=str(out.get("text", "")))
+    if kind == "error":
+        traceback = out.get("traceback") if isinstance(out.get("traceback"), list) else []
+        return NotebookNode(output_type="error", ename=str(out.get("ename", "Error")), evalue=str(out.get("evalue", "")),
+                            traceback=[str(line) for line in traceback])
+    if kind not in ("display_data", "execute_result"):
+        return None
+    data = out.get("data") if isinstance(out.get("data"), dict) else {}
+    kept, metadata = {}, {}
+    if isinstance(data.get("text/plain"), str):
+        kept["text/plain"] = data["text/plain"]
+    for mime in IMAGE_MAGIC:
+        image = _image(data.get(mime), mime)
+        if image is not None:
+            kept[mime] = image
+            meta = (out.get("metadata") or {}).get(mime) if isinstance(out.get("metadata"), dict) else None
+            sizes = {k: _size(meta.get(k)) for k in ("width", "height")} if isinstance(meta, dict) else {}
+            if any(sizes.values()):
+                metadata[mime] = {k: v for k, v in sizes.items() if v}
+    dropped = sorted(k for k in data if k not in kept)
+    if dropped and not kept:
+        kept["text/plain"] = "[вывод " + ", ".join(printable(k)[:60] for k in dropped[:5]) + " не показывается]"
+    node = NotebookNode(output_type=kind, data=kept, metadata=metadata)
+    if kind == "execute_result":
+        node["execution_count"] = out.get("execution_count") if type(out.get("execution_count")) is int else None
+    return node
+
+
+def notebook(nb: NotebookNode, trusted_markdown) -> NotebookNode:
+    """Очищенная копия исполненного ноутбука. ``trusted_markdown(cell)`` — markdown из эталона (как есть)."""
+    clean = copy.deepcopy(nb)
+    for cell in clean.cells:
+        nbgrader = cell.metadata.get("nbgrader")
+        cell.metadata = NotebookNode({"nbgrader": nbgrader} if nbgrader else {})
+        cell.pop("attachments", None)
+        if cell.cell_type == "markdown" and not trusted_markdown(cell):
+            cell.source = markdown_html(cell.source)
+        elif cell.cell_type == "code":
+            cell.outputs = [o for o in (output(x) for x in cell.get("outputs", [])) if o is not None]
+            if type(cell.get("execution_count")) is not int:
+                cell.execution_count = None
+    return clean
+
+
+def printable(text: str) -> str:
+    """Строка для терминала и CSV: управляющие символы и смена направления текста — кодами."""
+    def code(match: re.Match) -> str:
+        char = match.group()
+        return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+    return _CONTROL.sub(code, str(text))
+
+
+def scripts(word: str) -> set[str]:
+    """Письменности букв слова: {'CYRILLIC', 'LATIN'} у «hоnest» с кириллической «о»."""
+    found = set()
+    for char in word:
+        if char.isalpha():
+            name = unicodedata.name(char, "")
+            found.add(name.split(" ")[0] if name else "?")
+    return found
+
+
+def mixed_script(text: str) -> bool:
+    """В одном слове буквы разных письменностей — похоже на подделку под чужой id."""
+    return any(len(scripts(word)) > 1 for word in re.split(r"[\W_]+", text) if word)
