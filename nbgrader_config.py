@@ -50,18 +50,55 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.ClearSolutions.code_stub = {"python": "# ТВОЙ КОД ЗДЕСЬ\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "ТВОЙ ОТВЕТ ЗДЕСЬ: замени этот текст своим ответом."
 
-# ---------- исполнение (autograde и Validate) ----------
-# ядро python3 — ipykernel текущего окружения; явный лимит на ячейку, а не 30 с по умолчанию
+# ---------- исполнение: одни числа для Validate, `python -m autograde check` и `grade` ----------
+CELL_TIMEOUT = 60  # секунд на ячейку (с тестами — вместе с вызовами кода слушателя)
 c.Execute.kernel_name = "python3"
-c.Execute.timeout = 120
+c.Execute.timeout = CELL_TIMEOUT
 c.Execute.interrupt_on_timeout = True
 # история в памяти (как у nbgrader по умолчанию) и без служебных предупреждений ядра в выводе ячеек
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"]
 c.Execute.error_on_timeout = {
     "ename": "CellTimeoutError",
-    "evalue": "ячейка не уложилась в 120 секунд",
-    "traceback": ["CellTimeoutError: ячейка не уложилась в 120 секунд. Проверь, нет ли бесконечного цикла."],
+    "evalue": f"ячейка не уложилась в {CELL_TIMEOUT} секунд",
+    "traceback": [f"CellTimeoutError: ячейка не уложилась в {CELL_TIMEOUT} секунд. Проверь, нет ли бесконечного цикла."],
 }
+
+# ---------- проверка группы (python -m autograde grade, check) ----------
+c.Grading.notebook_timeout = 600  # секунд на весь ноутбук
+c.Grading.memory_mb = 2048  # память ядра слушателя
+c.Grading.output_kb = 2048  # весь вывод ноутбука: текст, картинки, ошибки с трассировками
+# лабораторные, где всё пишут руками: при проверке эталонная библиотека minirag в ядре слушателя недоступна
+c.Grading.no_reference_labs = ["lab01_mini_rag"]
+# сроки сдачи и опоздания (время сдачи берётся из LMS или из времени файла в папке сдач):
+# c.Grading.due = {"lab01_mini_rag": "2026-10-01 23:59:00+03:00"}
+# c.Grading.extensions = {"lab01_mini_rag": {"petrov": "2026-10-05 23:59:00+03:00"}}  # по id из списка группы
+# c.Grading.late_penalty = "per_day"  # none — только отметить; zero — 0 баллов; per_day — доля за начатые сутки
+# c.Grading.late_penalty_per_day = 0.1
+# id слушателя в zip из LMS — группа student_id (по умолчанию: имя и номер участника, «Иван Петров_123»):
+# c.LmsZip.student_id_pattern = r"_(?P<student_id>\d+)_assignsubmission"   # только номер участника Moodle
+
+# ---------- formgrader: только безопасные действия ----------
+# formgrader и `nbgrader autograde` исполняют код слушателя без песочницы, с правами преподавателя,
+# и тесты — в ядре слушателя. В этом курсе проверка — только `python -m autograde grade`: здесь их
+# автопроверка останавливается с объяснением. (Переменная AUTOGRADE_ALLOW_NBGRADER=1 снимает запрет —
+# ею пользуются тесты курса, чтобы сравнить баллы с обычным nbgrader.)
+from nbgrader.converters.autograde import Autograde as _Autograde  # noqa: E402
+from nbgrader.preprocessors import NbGraderPreprocessor as _Preprocessor  # noqa: E402
+
+
+class UseSandboxedGrading(_Preprocessor):
+    """Остановить nbgrader autograde (кнопка Autograde в formgrader): проверять — python -m autograde grade."""
+
+    def preprocess(self, nb, resources):
+        if os.environ.get("AUTOGRADE_ALLOW_NBGRADER") != "1":
+            raise RuntimeError("В этом курсе работы проверяет только `python -m autograde grade LAB` (песочница, "
+                               "тесты в отдельном процессе). Автопроверка nbgrader и кнопка Autograde в formgrader "
+                               "отключены: см. autograde/README.md.")
+        return nb, resources
+
+
+c.Autograde.sanitize_preprocessors = [UseSandboxedGrading,
+                                      *_Autograde.class_traits()["sanitize_preprocessors"].default()]
 
 # ---------- autograde ----------
 # удалённые слушателем ячейки с тестами возвращаются из базы и всё равно проверяются

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import check, grade, release, report, roster
+from . import check, export, grade, release, report, roster
 from .course import CourseError
 
 # порядок — порядок в справке
-COMMANDS = [release, check, grade, report, roster]
+COMMANDS = [release, check, grade, report, export, roster]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -114,8 +114,12 @@ def check(notebook: Path, root: Path = ROOT) -> Report:
     unfinished = False
     solution_errors: list[str] = []
     by_id = {c["grade_id"]: c for c in result.cells}
+    heading = ""  # последний заголовок инструкций — название письменного задания
     for cell in executed.cells:
         grade_id = gid(cell)
+        if cell.cell_type == "markdown" and grade_id in master.by_id and not nbutils.is_solution(master.by_id[grade_id]):
+            titles = [line.lstrip("#").strip() for line in cell.source.splitlines() if line.startswith("#")]
+            heading = titles[-1] if titles else heading
         reference = master.by_id.get(grade_id) if grade_id else None
         errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if reference is not None and nbutils.is_solution(reference):
@@ -124,7 +128,7 @@ def check(notebook: Path, root: Path = ROOT) -> Report:
             if nbutils.is_grade(reference):  # письменный ответ: содержание оценивают вручную
                 stub = STUB_MARK in cell.source
                 report.results.append(CheckResult(
-                    f"{WRITTEN}: {title(master, grade_id, 'manual')}", "todo" if stub else "manual", 0.0,
+                    f"{WRITTEN}: {heading or grade_id}", "todo" if stub else "manual", 0.0,
                     float(reference.metadata["nbgrader"].get("points", 0)),
                     "ответ ещё не написан: замени заготовку «ТВОЙ ОТВЕТ ЗДЕСЬ» своим текстом" if stub
                     else "баллы за содержание поставит преподаватель", grade_id))

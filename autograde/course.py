@@ -73,7 +73,7 @@ def _date(value, what: str) -> datetime:
 
 @dataclass(frozen=True)
 class Settings:
-    """Настройки проверки курса (секции ``Execute`` и ``Autograde`` в nbgrader_config.py)."""
+    """Настройки проверки курса (секции ``Execute`` и ``Grading`` в nbgrader_config.py)."""
 
     limits: Limits
     kernel_args: tuple[str, ...]
@@ -88,7 +88,7 @@ class Settings:
     @classmethod
     def from_config(cls, config) -> Settings:
         execute = config.Execute if "Execute" in config else {}
-        own = config.Autograde if "Autograde" in config else {}
+        own = config.Grading if "Grading" in config else {}
         ignore = ""
         if "IgnorePattern" in config and config.IgnorePattern.get("enabled", False):
             ignore = config.IgnorePattern.get("pattern", "")
@@ -97,14 +97,14 @@ class Settings:
             pattern = config.LmsZip.student_id_pattern
         limits = Limits(cell_timeout=float(execute.get("timeout", 60)), timeout=float(own.get("notebook_timeout", 600)),
                         memory_mb=int(own.get("memory_mb", 2048)), output_kb=int(own.get("output_kb", 2048)))
-        due = {lab: _date(value, f"Autograde.due[{lab!r}]") for lab, value in dict(own.get("due", {})).items()}
+        due = {lab: _date(value, f"Grading.due[{lab!r}]") for lab, value in dict(own.get("due", {})).items()}
         extensions = {}
         for lab, students in dict(own.get("extensions", {})).items():
             for student, value in dict(students).items():
-                extensions[(str(student), lab)] = _date(value, f"Autograde.extensions[{lab!r}][{student!r}]")
+                extensions[(str(student), lab)] = _date(value, f"Grading.extensions[{lab!r}][{student!r}]")
         penalty = str(own.get("late_penalty", "none"))
         if penalty not in ("none", "zero", "per_day"):
-            raise CourseError(f"Autograde.late_penalty = {penalty!r}: бывает none, zero или per_day.")
+            raise CourseError(f"Grading.late_penalty = {penalty!r}: бывает none, zero или per_day.")
         return cls(limits, tuple(execute.get("extra_arguments", [])), ignore, tuple(own.get("no_reference_labs", [])),
                    pattern, due, extensions, penalty, float(own.get("late_penalty_per_day", 0.0)))
 

@@ -82,18 +82,17 @@ def title(master: Master, grade_id: str, kind: str) -> str:
     return f"письменный ответ ({grade_id})" if kind == "manual" else grade_id
 
 
-def student_notebook(clean: NotebookNode, master: Master, cells: list[dict], manual: dict) -> tuple[NotebookNode, list[dict]]:
-    """Копия очищенного ноутбука для слушателя и строки таблицы итогов.
+def visible(clean: NotebookNode, master: Master) -> NotebookNode:
+    """Проверенный ноутбук без кода скрытых тестов: то, что видят formgrader, nbgrader generate_feedback и слушатель.
 
-    ``cells`` — баллы по ячейкам (CellScore.to_dict), ``manual`` — {grade_id: (балл, комментарий)} из базы.
+    У ячейки скрытых тестов остаются заглушка вместо кода и имя с сообщением ошибки — ни печати,
+    ни трассировки (они показали бы строки теста); из текста остальных выходов вычёркиваются строки
+    скрытых тестов.
     """
     nb = copy.deepcopy(clean)
-    by_id = {c["grade_id"]: c for c in cells}
     redact = Redactor(master)
-    rows = []
     for cell in nb.cells:
         grade_id = gid(cell)
-        cell.metadata = NotebookNode()
         if grade_id and grade_id in master.by_id and master.has_hidden_tests(grade_id):
             cell.source = hide_tests(master.by_id[grade_id].source, PLACEHOLDER)
             cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
@@ -101,6 +100,21 @@ def student_notebook(clean: NotebookNode, master: Master, cells: list[dict], man
                 output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
         if cell.cell_type == "code":
             redact.cell(cell)
+    return nb
+
+
+def student_notebook(clean: NotebookNode, master: Master, cells: list[dict], manual: dict) -> tuple[NotebookNode, list[dict]]:
+    """Копия ноутбука для отзыва и строки таблицы итогов.
+
+    ``cells`` — баллы по ячейкам (CellScore.to_dict), ``manual`` — {grade_id: (балл, комментарий)} из базы.
+    """
+    nb = visible(clean, master)
+    by_id = {c["grade_id"]: c for c in cells}
+    redact = Redactor(master)
+    rows = []
+    for cell in nb.cells:
+        grade_id = gid(cell)
+        cell.metadata = NotebookNode()
         info = by_id.get(grade_id)
         comment = manual.get(grade_id, (None, ""))[1] if grade_id else ""
         if info is None:

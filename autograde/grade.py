@@ -246,6 +246,9 @@ def _finish(course, lab, master, results: list[Result]) -> dict[str, dict]:
                 stored = {g.name: g.auto_score for g in notebook.grades}
             except MissingEntry:
                 notebook, stored = None, None
+            if not result.counted:
+                manual[result.student] = {}
+                continue
             if stored != {c["grade_id"]: c["score"] for c in result.cells}:
                 gradebook.sync(gb, lab.name, result, _nbgrader_time(result.submitted_at), lab.work / "manual")
                 notebook = gb.find_submission_notebook(lab.name, lab.name, result.student)

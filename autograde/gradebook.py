@@ -30,6 +30,9 @@ def _sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path)
     student = gb.update_or_create_student(result.student)
     if student.first_name != result.display_id[:128]:
         student.first_name = result.display_id[:128]
+    if result.status == "not_submitted":  # слушатель есть в списке formgrader, сдачи — нет
+        gb.db.commit()
+        return
     try:
         gb.find_submission(lab, result.student)
     except MissingEntry:

@@ -138,7 +138,7 @@ def grade(task: Task, ctx: Context, slot: int = 0) -> Outcome:
                     task.submitted_at, round(hours, 4), penalty, review)
     if any(e.kind in RETRY for e in execution.events):
         result.key = ""  # сбой самой проверки, а не работы: следующий запуск перепроверит её
-    clean = sanitize.notebook(nb, lambda cell: _trusted_markdown(cell, master))
+    clean = feedback.visible(sanitize.notebook(nb, lambda cell: _trusted_markdown(cell, master)), master)
     page = feedback.render(clean, master, student_id=task.display_id, result=result)
     return Outcome(result, nbformat.writes(clean), page)
 

@@ -170,7 +170,7 @@ def cases(lab: Lab, memory_mb: int = 512, cell_timeout: float = 5, host_targets:
     out.append(Case("memory_bomb", {name: dumps(nb)}, "killed", lab.total(),
                     f"превышен лимит памяти {memory_mb} МБ", "бомба памяти"))
     nb = lab.add_cell(lab.notebook(), None, "while True:\n    print('x' * 10000)")
-    out.append(Case("output_flood", {name: dumps(nb)}, "killed", lab.total(), "вывела больше 1024 КБ", "поток вывода"))
+    out.append(Case("output_flood", {name: dumps(nb)}, "killed", lab.total(), "вывел больше 2048 КБ", "поток вывода"))
     nb = lab.add_cell(lab.notebook(), "setup", "import sys\nsys.exit('не хочу, чтобы меня проверяли')")
     out.append(Case("sys_exit", {name: dumps(nb)}, "ok", lab.total(), "«import sys»): sys.exit()", "sys.exit"))
     nb = lab.add_cell(lab.notebook(), "cosine_hidden", "import os\nos._exit(0)")
@@ -199,8 +199,9 @@ def cases(lab: Lab, memory_mb: int = 512, cell_timeout: float = 5, host_targets:
                     "подозрительные конструкции в решении: __eq__", "__eq__ всегда True"))
     answers = dict(lab.solutions, l2_normalize="def l2_normalize(x):\n    return np.asarray(x, dtype=float)\n"
                                                "np.allclose = lambda *args, **kwargs: True\n")
-    # баллы — как у nbgrader: подмену видно только глазами (сообщение), тесты её могут и не заметить
-    out.append(Case("patched_library", {name: dumps(lab.notebook(answers))}, "ok", None,
+    # тесты исполняет судья в своём процессе: подмена np.allclose в ядре слушателя их не касается —
+    # балл тот же, что у неверной l2_normalize без подмены (не падают l2_normalize и search)
+    out.append(Case("patched_library", {name: dumps(lab.notebook(answers))}, "ok", lab.total(["l2_normalize", "search"]),
                     "подмена функций библиотек", "подмена функции, которую зовут тесты"))
     spy = ("_seen = []\n"
            "def _spy(lines):\n"
@@ -237,3 +238,140 @@ def write_class(folder: Path, class_cases: list[Case], lab: str = LAB) -> Path:
         for file_name, data in case.files.items():
             (target / file_name).write_bytes(data)
     return folder
+
+
+# ---------- враждебная группа: всё, что проверка показывает, печатает и хранит ----------
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+MARK = "PWNED"  # если скрипт слушателя сработал в браузере, заголовок страницы станет таким
+SCRIPT = f"document.title='{MARK}'"
+
+
+def _markdown(nb: dict, after: str | None, source: str, metadata: dict | None = None) -> dict:
+    cell = {"cell_type": "markdown", "id": f"md-{len(nb['cells'])}", "metadata": metadata or {}, "source": source}
+    at = next(i for i, c in enumerate(nb["cells"]) if _gid(c) == after) + 1 if after else len(nb["cells"])
+    nb["cells"].insert(at, cell)
+    return nb
+
+
+def _nested(depth: int) -> bytes:
+    return ('{"cells": [], "metadata": {"x": ' + "[" * depth + "]" * depth + '}, "nbformat": 4, "nbformat_minor": 5}'
+            ).encode()
+
+
+def hostile_cases(lab: Lab) -> list[Case]:
+    """Атаки на то, что вокруг песочницы: отзыв, formgrader, вывод, память, связка ключей, дескрипторы, имена."""
+    name = f"{lab.lab}.ipynb"
+    out = []
+    nb = lab.notebook()
+    forged = {"autograde_css": f'passed" onmouseover="{SCRIPT}', "autograde_label": "пройден, 1000 из 1000",
+              "autograde_anchor": f'"><script>{SCRIPT}</script>'}
+    _markdown(nb, "setup", "Мои заметки.", forged)
+    lab.add_cell(nb, "setup", "x = 1")["cells"][lab.index(nb, "setup") + 1]["metadata"] = dict(forged)
+    out.append(Case("meta_script", {name: dumps(nb)}, "ok", lab.total(), "", "скрипт в метаданных ячейки"))
+    nb = lab.add_cell(lab.notebook(), "setup",
+                      "from IPython.display import display\n"
+                      f"display({{'image/png': '{PNG}', 'text/plain': 'картинка'}}, raw=True,\n"
+                      f"        metadata={{'image/png': {{'width': '1 onerror={SCRIPT}'}}}})")
+    out.append(Case("image_onerror", {name: dumps(nb)}, "ok", lab.total(), "", "обработчик в размере картинки"))
+    nb = lab.notebook()
+    lab.add_cell(nb, "setup", f"%%html\n<script>{SCRIPT}</script><img src=x onerror=\"{SCRIPT}\">")
+    lab.add_cell(nb, "setup", f"%%javascript\n{SCRIPT}")
+    lab.add_cell(nb, "setup", "from IPython.display import HTML, SVG, display\n"
+                              f"display(HTML('<img src=x onerror=\"{SCRIPT}\">'))\n"
+                              f"display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"><script>{SCRIPT}</script></svg>'))")
+    out.append(Case("html_outputs", {name: dumps(nb)}, "ok", lab.total(), "", "HTML, JavaScript и SVG в выводе"))
+    answer = ("Косинус сравнивает направления векторов, а не их длину. " * 8
+              + f"<img src=x onerror=\"fetch('/api/contents/solutions').then(r => {{{SCRIPT}}})\">"
+              + f"<script>{SCRIPT}</script> [ссылка](javascript:{SCRIPT}) <a href=\"javascript:{SCRIPT}\">жми</a>")
+    out.append(Case("markdown_xss", {name: dumps(lab.notebook(dict(lab.solutions, why_cosine=answer)))}, "ok",
+                    lab.total(), "", "скрипт в письменном ответе"))
+    flood = ("for _ in range(150):\n    try:\n        raise ValueError('x' * 2_000_000)\n"
+             "    except ValueError:\n        get_ipython().showtraceback()")
+    out.append(Case("traceback_flood", {name: dumps(lab.add_cell(lab.notebook(), None, flood))}, "killed", lab.total(),
+                    "вывел больше 2048 КБ", "поток ошибок"))
+    nb = lab.notebook()
+    for _ in range(100):
+        lab.add_cell(nb, None, "print('y' * 1_000_000)")
+    out.append(Case("many_cells_flood", {name: dumps(nb)}, "killed", lab.total(), "вывел больше 2048 КБ",
+                    "по 1 МБ в сотне ячеек"))
+    hog = ("import os\nfor target in ('/dev/shm/hog', '/hog', '/dev/hog', os.path.expanduser('~/hog')):\n"
+           "    try:\n        with open(target, 'wb') as f:\n            for _ in range(3 * 1024):\n"
+           "                f.write(b'z' * 2**20)\n        print('записано', target)\n"
+           "    except OSError as exc:\n        print('не вышло', target, exc.errno)")
+    out.append(Case("disk_hog", {name: dumps(lab.add_cell(lab.notebook(), None, hog))}, "ok", lab.total(), "",
+                    "3 ГБ в /dev/shm, в корень и в HOME"))
+    keyring = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+               "r = libc.syscall(248, b'user', b'autograde-secret', b's3cret-from-A', 6, -4)\n"  # add_key (x86_64)
+               "print('add_key', r, ctypes.get_errno())\n"
+               "buf = ctypes.create_string_buffer(64)\n"
+               "r = libc.syscall(250, 11, -4, buf, 64)\n"  # keyctl(KEYCTL_READ, KEY_SPEC_USER_KEYRING)
+               "print('keyctl', r, ctypes.get_errno(), buf.raw)")
+    for sid in ("keyring_a", "keyring_b"):
+        out.append(Case(sid, {name: dumps(lab.add_cell(lab.notebook(), None, keyring))}, "ok", lab.total(),
+                        "подозрительные конструкции в решении: ctypes", "связка ключей ядра между слушателями"))
+    fds = ("import os\nfor fd in sorted(os.listdir('/proc/self/fd'), key=int):\n"
+           "    try:\n        print('fd', fd, os.readlink(f'/proc/self/fd/{fd}'))\n    except OSError:\n        pass")
+    out.append(Case("fd_leak", {name: dumps(lab.add_cell(lab.notebook(), None, fds))}, "ok", lab.total(), "",
+                    "унаследованные дескрипторы"))
+    out.append(Case("Я" * 120, {name: dumps(lab.notebook())}, "ok", lab.total(), "", "имя папки в 240 байт"))
+    out.append(Case("evil\x1b[2Jname", {name: dumps(lab.notebook())}, "ok", lab.total(), "",
+                    "управляющие символы в имени"))
+    out.append(Case("h\u043enest", {name: dumps(lab.notebook())}, "ok", lab.total(), "", "id под чужого слушателя"))
+    out.append(Case("nested_600", {name: _nested(600)}, "error", 0.0, "вложен глубже", "JSON глубиной 600"))
+    out.append(Case("nested_100000", {name: _nested(100000)}, "error", 0.0, "вложен глубже", "JSON глубиной 100000"))
+    return out
+
+
+# ---------- попытки поднять себе балл изнутри ядра (тесты судит отдельный процесс) ----------
+WRONG = {
+    "cosine": "def cosine(a, b):\n    return float(np.dot(a, b))  # забыл поделить на длины\n",
+    "top_k": "def top_k(scores, k, threshold=None):\n"
+             "    order = sorted(range(len(scores)), key=lambda i: scores[i], reverse=True)\n"
+             "    return [i for i in order if threshold is None or scores[i] >= threshold][:k]\n",
+}
+ATTACKS = {
+    "ast_strip_asserts": (
+        "import ast\nclass _NoAsserts(ast.NodeTransformer):\n    def visit_Assert(self, node):\n        return None\n"
+        "_ip = get_ipython()\n_ip.ast_transformers.append(_NoAsserts())\n"
+        "_ip.showtraceback = lambda *args, **kwargs: None\n"
+        "_ip.events.register('post_run_cell', lambda result: setattr(result, 'error_in_exec', None))\n"
+        "getattr(_ip, 'input_' + 'transformers_cleanup').append(lambda lines: [l for l in lines if 'assert' not in l])"),
+    "allclose": "import numpy\nsetattr(numpy, 'allclose', lambda *args, **kwargs: True)\nsetattr(numpy, 'isclose', "
+                "lambda *args, **kwargs: True)",
+    "builtins": "import builtins\n_real_round = builtins.round\nbuiltins.round = lambda x, n=None: 0.7071\n"
+                "builtins.isinstance = lambda *args: True",
+    "reference_probe": (
+        "import inspect\n_wrong_cosine = cosine\n"
+        "def cosine(a, b):\n"
+        "    if any('Проверка' in ''.join(f.code_context or []) or 'BEGIN HIDDEN' in ''.join(f.code_context or [])\n"
+        "           for f in inspect.stack()):\n"
+        "        try:\n            import minirag\n            return minirag.cosine(a, b)\n"
+        "        except ImportError:\n            pass\n"
+        "    return _wrong_cosine(a, b)"),
+    "session_name": (
+        "import json, os\nfake = {'cells': [{'cell_type': 'markdown', 'metadata': {'nbgrader': {'grade_id': 'why_cosine'}},"
+        " 'source': 'слово ' * 80}]}\nopen('/tmp/fake.ipynb', 'w').write(json.dumps(fake))\n"
+        "os.environ['JPY_SESSION_NAME'] = '/tmp/fake.ipynb'"),
+    "hidden_printer": (
+        "def _show(info):\n    print(info.raw_cell.replace(' ', '\\u00a0'))\n"
+        "get_ipython().events.register('pre_run_cell', _show)"),
+    "always_true_object": (
+        "class _Yes(float):\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n"
+        "        return False\n    __hash__ = float.__hash__\n"
+        "_wrong_cosine = cosine\ncosine = lambda a, b: _Yes(_wrong_cosine(a, b))"),
+}
+
+
+def judge_attacks(lab: Lab) -> list[Case]:
+    """Неверные cosine и top_k плюс по атаке: балл не выше честного балла тех же неверных функций."""
+    name = f"{lab.lab}.ipynb"
+    wrong = dict(lab.solutions, **WRONG)
+    wrong.pop("why_cosine")  # письменный ответ — заготовка: балл за наличие честно 0
+    out = [Case("wrong_base", {name: dumps(lab.notebook(wrong))}, "ok", None, "", "честно неверные функции")]
+    for attack, code in ATTACKS.items():
+        nb = lab.notebook(wrong)
+        lab.add_cell(nb, "cosine" if attack in ("reference_probe", "always_true_object") else "setup", code)
+        out.append(Case(f"attack_{attack}", {name: dumps(nb)}, "ok", None, "", f"атака: {attack}"))
+    for case in out:
+        case.message = None  # сообщение своё у каждой атаки; проверяется балл против честного (wrong_base)
+    return out

@@ -1,0 +1,153 @@
+"""Семестр преподавателя по README: список группы, две лабораторные, пересдачи, исправленный тест,
+опоздание, упавший выпуск и выгрузка оценок — одна длинная история, шаг за шагом.
+
+Слушатели: Анна (папка ``anna`` на JupyterHub и «Анна Смирнова» в Moodle), Борис (сдаёт поздно),
+Вера (в списке группы, но ничего не сдаёт). Лабораторные: lab01 (папка) и lab02 (zip из Moodle).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+import zipfile
+from pathlib import Path
+
+import autograde_class as ac
+import pytest
+from grading import LIMITS, cli, read_csv, sandbox_problem
+
+SANDBOX_PROBLEM = sandbox_problem()
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(SANDBOX_PROBLEM is not None, reason=f"нет песочницы: {SANDBOX_PROBLEM}")]
+LAB1, LAB2 = "lab01_mini_rag", "lab02_own_docs"
+ROSTER = ("id,name,email,aliases\n"
+          "anna,Анна Смирнова,anna@example.org,anna-hub\n"
+          "boris,Борис Орлов,boris@example.org,\n"
+          "vera,Вера Ким,vera@example.org,\n")
+
+
+def answer(words: str) -> str:
+    return (words + " ") * 12
+
+
+def folder(root: Path, student: str, lab: ac.Lab, answers: dict) -> Path:
+    target = root / student / lab.lab
+    target.mkdir(parents=True, exist_ok=True)
+    (target / f"{lab.lab}.ipynb").write_bytes(ac.dumps(lab.notebook(answers)))
+    return root
+
+
+def moodle(path: Path, works: dict[str, tuple[bytes, tuple]], lab: str) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for number, (name, (data, when)) in enumerate(works.items(), start=10):
+            z.writestr(zipfile.ZipInfo(f"{name}_{number}_assignsubmission_file_/{lab}.ipynb", date_time=when), data)
+    return path
+
+
+def manual_grade(course: Path, student: str, grade_id: str, score: float, comment: str) -> None:
+    """Как formgrader: балл и комментарий к письменному ответу прямо в базу оценок."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'autograde' / 'gradebook.db'}", "mini-rag-rukami") as gb:
+        gb.find_grade(grade_id, LAB1, LAB1, student).manual_score = score
+        gb.find_comment(grade_id, LAB1, LAB1, student).manual_comment = comment
+        gb.db.commit()
+
+
+def test_a_semester_with_two_labs_and_a_roster(tmp_path):
+    course = ac.course_copy(tmp_path / "course")
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text(encoding="utf-8") + (
+        '\nc.Grading.due = {"lab02_own_docs": "2024-05-01 23:59:00+00:00"}\n'
+        'c.Grading.late_penalty = "per_day"\nc.Grading.late_penalty_per_day = 0.1\n'), encoding="utf-8")
+    lab1, lab2 = ac.Lab(lab=LAB1), ac.Lab(lab=LAB2)
+    (tmp_path / "group.csv").write_text(ROSTER, encoding="utf-8")
+    assert cli("roster", "import", tmp_path / "group.csv", "--course", course).returncode == 0
+
+    # 1. lab01 с JupyterHub: папки по id хаба; Анна пишет ответ, Борис — нет
+    hub = tmp_path / "hub1"
+    folder(hub, "anna-hub", lab1, dict(lab1.solutions, why_cosine=answer("первая версия ответа")))
+    folder(hub, "boris", lab1, {k: v for k, v in lab1.solutions.items() if k != "why_cosine"})
+    result = cli("grade", LAB1, "--submissions", hub, "--course", course, *LIMITS)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = read_csv(course / "autograde" / "grades" / f"{LAB1}.csv")
+    assert set(rows) == {"Анна Смирнова", "Борис Орлов", "Вера Ким"}
+    assert rows["Анна Смирнова"]["score"] == "33" and rows["Анна Смирнова"]["manual_pending"] == "3"
+    assert rows["Вера Ким"]["status"] == "not_submitted"
+    assert "Не сдали: Вера Ким" in result.stdout and "без несданных" in result.stdout
+
+    # 2. преподаватель оценил письменный ответ Анны (как в formgrader)
+    manual_grade(course, "anna", "why_cosine", 1, "мало про нормализацию")
+    cli("grade", LAB1, "--course", course, *LIMITS)
+    assert read_csv(course / "autograde" / "grades" / f"{LAB1}.csv")["Анна Смирнова"]["manual_pending"] == "0"
+
+    # 3. Анна пересдала с новым ответом: ручная проверка открыта заново, прежняя оценка не прилипла
+    time.sleep(1.1)  # новая версия — новее по времени файла
+    resubmit = tmp_path / "hub2"
+    folder(resubmit, "anna-hub", lab1, dict(lab1.solutions, why_cosine=answer("вторая, исправленная версия")))
+    result = cli("grade", LAB1, "--submissions", resubmit, "--course", course, *LIMITS)
+    assert result.returncode == 0, result.stderr[-2000:]
+    anna = read_csv(course / "autograde" / "grades" / f"{LAB1}.csv")["Анна Смирнова"]
+    assert anna["manual_pending"] == "3"
+    assert "why_cosine изменён после проверки (прежняя оценка: 1, комментарий «мало про нормализацию»)" in anna["message"]
+
+    # 4. повторный запуск на первой (старой) выгрузке не откатывает Анну назад
+    result = cli("grade", LAB1, "--submissions", hub, "--course", course, *LIMITS)
+    anna = read_csv(course / "autograde" / "grades" / f"{LAB1}.csv")["Анна Смирнова"]
+    assert "принята более новая" in anna["message"] and anna["manual_pending"] == "3"
+
+    # 5. lab02 из Moodle: Анна вовремя, Борис на два с половиной дня позже срока
+    full2 = ac.dumps(lab2.notebook())
+    archive = moodle(tmp_path / "lab02.zip", {"Анна Смирнова": (full2, (2024, 4, 30, 10, 0, 0)),
+                                              "Борис Орлов": (full2, (2024, 5, 4, 11, 0, 0))}, LAB2)
+    result = cli("grade", LAB2, "--submissions", archive, "--course", course, *LIMITS)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows2 = read_csv(course / "autograde" / "grades" / f"{LAB2}.csv")
+    full_score = float(rows2["Анна Смирнова"]["max_score"])
+    assert float(rows2["Анна Смирнова"]["score"]) == full_score and rows2["Анна Смирнова"]["late"] == "0"
+    assert float(rows2["Борис Орлов"]["late"]) > 48
+    assert float(rows2["Борис Орлов"]["score"]) == pytest.approx(full_score * 0.7)  # 3 начатых дня × 10 %
+    assert "Сдано после срока" in result.stdout
+    page = (course / "autograde" / "feedback" / "boris" / LAB2 / f"{LAB2}.html").read_text(encoding="utf-8")
+    assert "позже срока" in page
+
+    # 6. исправлен тест в solutions/ и сделан выпуск: перепроверены все, без упрёка в правке тестов
+    source = course / "solutions" / LAB1 / f"{LAB1}.ipynb"
+    nb = json.loads(source.read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "cosine_visible")
+    cell["source"] = "".join(cell["source"]).replace("Оберни результат в float(...).", "Оберни результат в float().")
+    source.write_text(json.dumps(nb, ensure_ascii=False, indent=1), encoding="utf-8")
+    assert cli("release", LAB1, "--course", course).returncode == 0
+    result = cli("grade", LAB1, "--course", course, *LIMITS)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "В этом запуске проверено: 2" in result.stdout  # Анна и Борис; Вера по-прежнему не сдала
+    rows = read_csv(course / "autograde" / "grades" / f"{LAB1}.csv")
+    assert not any("изменены ячейки с тестами" in row["message"] for row in rows.values())
+
+    # 7. упавший выпуск не трогает выданную версию
+    before = (course / "labs" / LAB1 / f"{LAB1}.ipynb").read_bytes()
+    nb["cells"].insert(3, {"cell_type": "code", "execution_count": None, "id": "broken", "outputs": [],
+                           "metadata": {"nbgrader": {"grade": False, "solution": True, "locked": False,
+                                                     "grade_id": "broken", "schema_version": 3}},
+                           "source": "### BEGIN SOLUTION\nx = 1\n"})  # нет END SOLUTION
+    source.write_text(json.dumps(nb, ensure_ascii=False, indent=1), encoding="utf-8")
+    result = cli("release", LAB1, "--course", course)
+    assert result.returncode == 2 and "не тронута" in result.stderr
+    assert (course / "labs" / LAB1 / f"{LAB1}.ipynb").read_bytes() == before
+
+    # 8. выгрузка: строка на каждого из списка группы, колонка на лабораторную, флаги ручной проверки
+    out = tmp_path / "grades.csv"
+    result = cli("export", "--format", "wide", "--out", out, "--course", course)
+    assert result.returncode == 0, result.stderr[-2000:]
+    with open(out, newline="", encoding="utf-8") as f:
+        table = {row["student_id"]: row for row in csv.DictReader(f)}
+    assert set(table) == {"anna", "boris", "vera"}
+    assert table["anna"][LAB1] == "33" and table["anna"][f"{LAB1}_pending"] == "1"
+    assert float(table["boris"][LAB2]) == pytest.approx(full_score * 0.7)
+    assert table["vera"][LAB1] == "" and table["vera"][LAB2] == ""
+    assert not any(p.name == "grades.csv" for p in course.iterdir())  # ничего не легло в корень курса
+    moodle_out = cli("export", "--format", "moodle", "--course", course)
+    assert moodle_out.returncode == 0
+    assert (course / "autograde" / "exports" / "grades-moodle.csv").read_text(encoding="utf-8").startswith(
+        "Адрес электронной почты,ID,")
