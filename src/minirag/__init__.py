@@ -9,7 +9,7 @@ from .assist import QueryCache, Retrieval, expand_query, expanded_search, hyde, 
 from .bm25 import BM25
 from .chunk import chunk_spans, chunk_text
 from .chunkers import TableChunk, code_chunks, semantic_chunks, table_chunks
-from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, LabeledQuery
+from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, Corpus, LabeledQuery, load_corpus
 from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
 from .evaluate import EvaluationReport, evaluate, hit_at_k, precision_at_k, recall_at_k, reciprocal_rank
@@ -30,6 +30,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATEGORIES",
+    "Corpus",
+    "load_corpus",
     "CitationReport",
     "DEMO_DEV",
     "DEMO_DOCS",

@@ -13,7 +13,6 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,53 +21,13 @@ from .chunk import chunk_text
 from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
 from .text import require_text
+from .types import Chunk, Document, Hit
 
 _EMBED_BATCH = 2048  # столько текстов эмбеддим за раз
 # Оценка, меньшая порога не больше чем на столько, проходит порог: косинус, посчитанный разными
 # способами (цикл, np.dot, матрица на вектор, float32), отличается в последних знаках, а «равная
 # порогу оценка проходит» должно выполняться при любом честном способе счёта.
 SCORE_TOLERANCE = 1e-6
-
-
-@dataclass(frozen=True)
-class Document:
-    """Документ корпуса: устойчивый ``id``, заголовок и текст.
-
-    Пример: ``Document("vacation-1", "Отпуск", "Отпуск — 28 дней.")``. Глава 4. Чанкинг.
-    """
-
-    id: str
-    title: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """Кусок документа с метаданными для цитаты: откуда он и какой он по счёту.
-
-    Пример: ``Chunk("vacation-1", 1, "Отпуск", "Отпуск — 28 дней.")``. Глава 4. Чанкинг.
-    """
-
-    doc_id: str
-    chunk_id: int
-    title: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Hit:
-    """Результат поиска: место ``rank`` (с 1), косинус ``score`` и сам чанк.
-
-    Пример: ``Hit(1, 0.62, "vacation-1", 1, "Отпуск", "Отпуск — 28 дней.")``.
-    Глава 3. Top-k и порог.
-    """
-
-    rank: int
-    score: float
-    doc_id: str
-    chunk_id: int
-    title: str
-    text: str
 
 
 def require_k(k: object) -> int:
