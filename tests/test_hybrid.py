@@ -245,8 +245,10 @@ def test_hierarchical_search_picks_documents_first():
     assert [h.text for h in hits] == ["y1", "y2"]
     assert [h.score for h in hits] == pytest.approx([0.9 / math.hypot(0.9, 0.2)] * 2, abs=1e-6)
     assert [h.text for h in hierarchical_search(index, "вопрос", k=2, n_docs=2)] == ["x1", "y1"]
-    with pytest.raises(MiniRagError, match="k должен"):
+    with pytest.raises(MiniRagError, match="^n_docs должен быть целым числом ≥ 1, получено 0"):
         hierarchical_search(index, "вопрос", k=2, n_docs=0)
+    with pytest.raises(MiniRagError, match="^k должен"):
+        hierarchical_search(index, "вопрос", k=0, n_docs=2)
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,12 @@ from .embed import HashEmbedder
 from .errors import MiniRagError
 from .generate import answer
 from .hybrid import hybrid_search, index_bm25
-from .index import Hit, Index
+from .index import Index
 from .loaders import load_folder
 from .prompt import build_prompt
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder
 from .text import tokenize
+from .types import Hit
 
 DEMO = ("Сколько дней длится ежегодный отпуск?", "Как подключиться к VPN из дома?", "Какие расходы не возмещаются в командировке?")
 

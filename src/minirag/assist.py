@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from .errors import MiniRagError
 from .hybrid import rrf
-from .index import Hit, require_k
 from .prompt import REFUSAL
-from .text import require_text, tokenize
+from .text import tokenize
+from .types import Hit
+from .validate import require_int, require_k, require_text
 
 HYDE_PROMPT = (
     "Напиши короткий абзац (2–3 предложения), каким мог бы быть ответ на вопрос во внутренних "
@@ -76,9 +77,7 @@ class QueryCache:
     """
 
     def __init__(self, maxsize: int = 1024):
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
-            raise MiniRagError(f"maxsize должен быть целым числом ≥ 1, получено {maxsize!r}.")
-        self.maxsize = maxsize
+        self.maxsize = require_int(maxsize, "maxsize", 1)
         self.hits = self.misses = 0
         self._data: OrderedDict = OrderedDict()
 
@@ -162,7 +161,7 @@ def expand_query(query: str, generator, n: int = 3) -> list[str]:
     Глава 10. От поиска к ответу.
     """
     require_text(query, "Запрос")
-    require_k(n)
+    require_int(n, "n", 1, "Это сколько переформулировок попросить, например n=3.")
     reply = _ask(generator, EXPAND_PROMPT.format(n=n, query=query.strip()))
     variants = [query.strip()]
     for line in reply.splitlines():
@@ -181,7 +180,7 @@ def expanded_search(query: str, index, generator, k: int = 3, threshold: float |
     """
     require_text(query, "Запрос")
     k = require_k(k)
-    candidates = max(require_k(candidates), k)
+    candidates = max(require_int(candidates, "candidates", 1), k)
 
     def compute() -> Retrieval:
         try:
@@ -211,7 +210,7 @@ def iterative_search(query: str, index, generator, k: int = 3, threshold: float 
     """
     require_text(query, "Запрос")
     require_k(k)
-    require_k(max_rounds)
+    require_int(max_rounds, "max_rounds", 1)
 
     def compute() -> Retrieval:
         queries = [query]

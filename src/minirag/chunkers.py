@@ -24,7 +24,8 @@ import numpy as np
 from .chunk import chunk_spans
 from .embed import Embedder, HashEmbedder
 from .errors import MiniRagError
-from .text import require_text, split_sentences
+from .text import split_sentences
+from .validate import require_int, require_number, require_text
 from .vectors import l2_normalize
 
 
@@ -45,8 +46,7 @@ def semantic_chunks(text: str, embedder: Embedder | None = None, *, quantile: fl
     Пример: ``Index.build(docs, chunker=semantic_chunks)``. Глава 9. За пределами косинуса.
     """
     require_text(text)
-    if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0 <= quantile <= 1:
-        raise MiniRagError(f"quantile должен быть числом от 0 до 1, получено {quantile!r}. Нижний квартиль — 0.25.")
+    quantile = require_number(quantile, "quantile", 0, 1, "Нижний квартиль — 0.25.")
     spans = _sentence_spans(text)
     if len(spans) < 3:  # одна соседняя пара — не с чем сравнить
         return [text[spans[0][0] : spans[-1][1]]] if spans else []
@@ -141,8 +141,7 @@ def table_chunks(text: str, *, rows_per_chunk: int = 5, max_chars: int = 220) ->
     Глава 9. За пределами косинуса.
     """
     require_text(text)
-    if isinstance(rows_per_chunk, bool) or not isinstance(rows_per_chunk, int) or rows_per_chunk < 1:
-        raise MiniRagError(f"rows_per_chunk должен быть целым числом ≥ 1, получено {rows_per_chunk!r}.")
+    rows_per_chunk = require_int(rows_per_chunk, "rows_per_chunk", 1)
     lines = text.splitlines(keepends=True)
     offset = np.concatenate([[0], np.cumsum([len(line) for line in lines])]).tolist()
     chunks: list[TableChunk] = []

@@ -11,13 +11,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from .errors import MiniRagError
-from .index import Hit, Index, require_hits, require_index, require_k, top_k
+from .index import Index, require_index
+from .topk import top_k
+from .types import Hit
+from .validate import require_choice, require_hits, require_int, require_k, require_number
 from .vectors import l2_normalize
 
 
@@ -38,11 +40,9 @@ def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, floor: fl
     ``expand_neighbors(index, "отпуск", index.search("отпуск", k=2), floor=0.3)``.
     Глава 9. За пределами косинуса.
     """
-    if against not in ("hit", "query"):
-        raise MiniRagError(f"against должен быть 'hit' или 'query', получено {against!r}.")
-    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor):
-        raise MiniRagError(f"floor должен быть числом (косинус от −1 до 1), получено {floor!r}.")
-    max_steps = require_k(max_steps)
+    require_choice(against, "against", ("hit", "query"))
+    floor = require_number(floor, "floor", hint="Это косинус: число от −1 до 1.")
+    max_steps = require_int(max_steps, "max_steps", 1)
     require_index(index)
     hits = require_hits(hits)
     scores = index.scores(query)
@@ -98,7 +98,7 @@ def hierarchical_search(index: Index, query: str, k: int = 3, *, n_docs: int = 2
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    n_docs = require_k(n_docs)
+    n_docs = require_int(n_docs, "n_docs", 1, "Это сколько лучших документов просмотреть, например n_docs=2.")
     query_vector = require_index(index).query_vector(query)  # проверяет запрос и эмбеддер
     scores = index.vectors @ query_vector
     best_docs = top_k(doc_vectors(index) @ query_vector, n_docs)

@@ -20,9 +20,10 @@ import numpy as np
 
 from .embed import Embedder, HashEmbedder
 from .errors import MiniRagError
-from .index import Hit, require_hits
 from .prompt import REFUSAL, CitationReport, build_prompt, check_citations
-from .text import require_text, split_sentences, tokenize
+from .text import split_sentences, tokenize
+from .types import Hit
+from .validate import require_hits, require_int, require_number, require_text
 
 # Заголовок источника в промпте build_prompt: «[n] title (doc_id, чанк chunk_id)».
 _SOURCE_RE = re.compile(r"^\[(\d+)\] .*, чанк \d+\)$", re.MULTILINE)
@@ -68,13 +69,9 @@ class ExtractiveGenerator:
     """
 
     def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = 2, min_score: float = 0.0):
-        if isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1:
-            raise MiniRagError(f"max_sentences должен быть целым числом ≥ 1, получено {max_sentences!r}.")
-        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
-            raise MiniRagError(f"min_score должен быть числом (косинус от -1 до 1), получено {min_score!r}.")
         self.embedder = embedder if embedder is not None else HashEmbedder()
-        self.max_sentences = max_sentences
-        self.min_score = float(min_score)
+        self.max_sentences = require_int(max_sentences, "max_sentences", 1)
+        self.min_score = require_number(min_score, "min_score", hint="Это косинус: число от -1 до 1.")
 
     def __repr__(self) -> str:
         return f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences})"

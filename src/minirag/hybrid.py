@@ -10,14 +10,15 @@ reciprocal rank fusion (RRF). Чанки двух списков сопоста�
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Hashable, Sequence
 
 from .bm25 import BM25
 from .errors import MiniRagError
-from .index import Chunk, Hit, Index, require_hits, require_index, require_k
-from .text import require_text, tokenize
+from .index import Index, require_index
+from .text import tokenize
+from .types import Chunk, Hit
+from .validate import require_hits, require_int, require_k, require_number, require_text
 
 # «…», "…", “…”, „…“ — фраза; № 8821 (пробел после № не обязателен) — номер.
 _QUOTED_RE = re.compile(r"«([^«»]+)»|\"([^\"]+)\"|“([^”]+)”|„([^“”]+)[“”]")
@@ -35,8 +36,7 @@ def rrf(rankings: Sequence[Sequence[Hashable]], k: float = 60) -> list[tuple[Has
     """
     if isinstance(rankings, (str, bytes)) or not isinstance(rankings, Sequence):
         raise MiniRagError("rankings должен быть списком ранжированных списков, например [[\"a\", \"b\"], [\"b\"]].")
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
-        raise MiniRagError(f"k в RRF должен быть числом ≥ 0, получено {k!r}. Обычно берут k=60.")
+    k = require_number(k, "k в RRF", 0, hint="Обычно берут k=60.")
     scores: dict[Hashable, float] = {}
     for n, ranking in enumerate(rankings):
         if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
@@ -119,7 +119,7 @@ def hybrid_search(index: Index, query: str, k: int = 3, *, candidates: int = 20,
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    n = max(require_k(candidates), k)
+    n = max(require_int(candidates, "candidates", 1), k)
     require_index(index)
     bm25 = bm25 if bm25 is not None else index_bm25(index)
     if not isinstance(bm25, BM25) or len(bm25) != len(index):

@@ -20,7 +20,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from .errors import MiniRagError
-from .index import Document
+from .types import Document
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 SUFFIXES = (*TEXT_SUFFIXES, ".csv", ".html", ".htm", ".pdf", ".docx")

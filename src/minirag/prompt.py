@@ -14,8 +14,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .index import Hit, require_hits
-from .text import require_text, split_sentences
+from .text import split_sentences
+from .types import Hit
+from .validate import require_hits, require_text
 
 REFUSAL = "В контексте ответа нет."
 

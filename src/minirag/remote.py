@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .errors import MiniRagError
-from .text import require_text
+from .validate import require_int, require_number, require_text
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 _MAX_WAIT = 60.0  # дольше минуты между попытками не ждём, даже если сервер просит
@@ -104,10 +104,8 @@ def post_json(url: str, payload: dict, *, api_key: str | None = None, timeout: f
     Пример: ``post_json("http://localhost:11434/api/embed", {"model": m, "input": ["привет"]})``.
     Глава 10. От поиска к ответу.
     """
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise MiniRagError(f"retries должен быть целым числом ≥ 0, получено {retries!r}.")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise MiniRagError(f"timeout должен быть числом секунд > 0, получено {timeout!r}.")
+    require_int(retries, "retries", 0)
+    require_number(timeout, "timeout", 0.001, hint="Это секунды ожидания ответа, например 30.")
     data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if api_key:
@@ -167,11 +165,9 @@ class _RemoteEmbedder:
 
     def __init__(self, model, base_url, *, api_key=None, batch_size=64, timeout=30.0, retries=3, backoff=0.5,
                  sleep=time.sleep):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise MiniRagError(f"batch_size должен быть целым числом ≥ 1, получено {batch_size!r}.")
         self.model = model
         self.base_url = base_url
-        self.batch_size = batch_size
+        self.batch_size = require_int(batch_size, "batch_size", 1)
         self.dim: int | None = None  # узнаём из первого ответа сервера
         self._http = {"api_key": api_key, "timeout": timeout, "retries": retries, "backoff": backoff, "sleep": sleep}
         self.fingerprint = f"{self.kind}:{base_url}:{model}"

@@ -23,8 +23,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .errors import MiniRagError
-from .index import Hit, Index, require_hits, require_index, require_k
-from .text import require_text, tokenize
+from .index import Index, require_index
+from .text import tokenize
+from .types import Hit
+from .validate import require_hits, require_int, require_k, require_number, require_text, require_texts
 
 
 @runtime_checkable
@@ -36,12 +38,6 @@ class PairScorer(Protocol):
     """
 
     def score(self, query: str, texts: Sequence[str]) -> Sequence[float]: ...
-
-
-def _require_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise MiniRagError("texts должен быть списком текстов; одну строку оберни в список: [text].")
-    return [require_text(text, f"Текст №{i}") for i, text in enumerate(texts)]
 
 
 def _lucene_idf(df: int, n: int) -> float:
@@ -62,18 +58,13 @@ class LexicalPairScorer:
 
     def __init__(self, idf_texts: Sequence[str] | None = None, *, proximity_weight: float = 0.5,
                  window: int = 3, stem: bool = False):
-        if isinstance(proximity_weight, bool) or not isinstance(proximity_weight, (int, float)) \
-                or not 0 <= proximity_weight < math.inf:
-            raise MiniRagError(f"proximity_weight должен быть числом ≥ 0, получено {proximity_weight!r}.")
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise MiniRagError(f"window должен быть целым числом ≥ 1 (в токенах), получено {window!r}.")
-        self.proximity_weight = float(proximity_weight)
-        self.window = window
+        self.proximity_weight = require_number(proximity_weight, "proximity_weight", 0)
+        self.window = require_int(window, "window", 1, "Окно считается в токенах.")
         self.stem = bool(stem)
         self._df: Counter[str] | None = None
         self._n = 0
         if idf_texts is not None:
-            self._df, self._n = self._doc_freqs([tokenize(t, stem=self.stem) for t in _require_texts(idf_texts)])
+            self._df, self._n = self._doc_freqs([tokenize(t, stem=self.stem) for t in require_texts(idf_texts, "idf_texts")])
 
     @staticmethod
     def _doc_freqs(docs: list[list[str]]) -> tuple[Counter[str], int]:
@@ -96,7 +87,7 @@ class LexicalPairScorer:
         Глава 9. За пределами косинуса.
         """
         terms = list(dict.fromkeys(tokenize(require_text(query, "Запрос"), stem=self.stem)))
-        docs = [tokenize(t, stem=self.stem) for t in _require_texts(texts)]
+        docs = [tokenize(t, stem=self.stem) for t in require_texts(texts)]
         df, n = (self._df, self._n) if self._df is not None else self._doc_freqs(docs)
         idf = {t: _lucene_idf(df.get(t, 0), n) for t in terms}
         pairs = list(zip(terms, terms[1:], strict=False))
@@ -147,7 +138,7 @@ class CrossEncoderScorer:
 
         Глава 9. За пределами косинуса.
         """
-        pairs = [(require_text(query, "Запрос"), text) for text in _require_texts(texts)]
+        pairs = [(require_text(query, "Запрос"), text) for text in require_texts(texts)]
         if not pairs:
             return np.zeros(0)
         return np.asarray(self.model.predict(pairs), dtype=np.float64).reshape(len(pairs))
@@ -182,4 +173,5 @@ def search_rerank(index: Index, query: str, k: int = 3, *, candidates: int = 20,
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    return rerank(query, require_index(index).search(query, k=max(require_k(candidates), k)), k, scorer=scorer)
+    n = max(require_int(candidates, "candidates", 1), k)
+    return rerank(query, require_index(index).search(query, k=n), k, scorer=scorer)
