@@ -20,17 +20,13 @@ import numpy as np
 
 from .embed import Embedder, HashEmbedder
 from .errors import MiniRagError
-from .prompt import REFUSAL, CitationReport, build_prompt, check_citations
+from .prompt import CITATION_RE, REFUSAL, CitationReport, build_prompt, check_citations, parse_prompt
 from .text import split_sentences, tokenize
 from .types import Hit
-from .validate import require_hits, require_int, require_number, require_text
+from .validate import index_then_query, renamed, require_hits, require_int, require_number, require_text
 
-# Заголовок источника в промпте build_prompt: «[n] title (doc_id, чанк chunk_id)».
-_SOURCE_RE = re.compile(r"^\[(\d+)\] .*, чанк \d+\)$", re.MULTILINE)
-_CONTEXT, _QUESTION, _ANSWER = "\n\nКонтекст:\n", "\n\nВопрос: ", "\nОтвет:"
 # Конец предложения: знаки .!?… и, возможно, закрывающие кавычки или скобки после них.
 _TAIL_RE = re.compile(r"[.!?…]+[»\"')\]]*$")
-_BRACKETED_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 @runtime_checkable
@@ -47,7 +43,7 @@ def _quote(sentence: str, n: int) -> str:
     """Предложение с цитатой [n] перед последним знаком препинания: «Отпуск 28 дней [1].»."""
     sentence = " ".join(sentence.split())
     # номера в квадратных скобках внутри цитаты — не наши ссылки: делаем их круглыми
-    sentence = _BRACKETED_RE.sub(r"(\1)", sentence)
+    sentence = CITATION_RE.sub(r"(\1)", sentence)
     tail = _TAIL_RE.search(sentence)
     if tail is None:
         return f"{sentence} [{n}]."
@@ -59,19 +55,28 @@ class ExtractiveGenerator:
 
     Каждое предложение чанка сравнивается с вопросом косинусом (эмбеддером ``embedder``,
     по умолчанию ``HashEmbedder()``); в ответ идут до ``max_sentences`` лучших с оценкой
-    выше ``min_score``, каждое — с номером своего источника. Нечего цитировать — ответ
-    ``REFUSAL``. Почему так устроен вход: протокол даёт генератору только промпт, и этот
-    генератор читает его честно, как модель, — ``generate(prompt)`` достаёт вопрос и
-    пронумерованные источники из промпта ``build_prompt``; ``answer_from(query, hits)``
-    делает то же прямо по найденным чанкам. Детерминирован: тот же вход — тот же ответ.
+    строго выше ``threshold`` (при пороге 0 предложение без общих с вопросом слов не
+    цитируется), каждое — с номером своего источника; ``min_score`` — старое имя
+    ``threshold``. Нечего цитировать — ответ ``REFUSAL``. Почему так устроен вход: протокол
+    даёт генератору только промпт, и этот генератор читает его честно, как модель, —
+    ``generate(prompt)`` достаёт вопрос и источники через ``parse_prompt``;
+    ``answer_from(query, hits)`` делает то же прямо по найденным чанкам. Детерминирован:
+    тот же вход — тот же ответ.
     Пример: ``ExtractiveGenerator().answer_from("Сколько дней отпуска?", hits)``.
     Глава 10. От поиска к ответу.
     """
 
-    def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = 2, min_score: float = 0.0):
+    def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = 2, threshold: float = 0.0,
+                 min_score: float | None = None):
         self.embedder = embedder if embedder is not None else HashEmbedder()
         self.max_sentences = require_int(max_sentences, "max_sentences", 1)
-        self.min_score = require_number(min_score, "min_score", hint="Это косинус: число от -1 до 1.")
+        threshold = renamed(threshold, min_score, default=0.0, name="threshold", old_name="min_score")
+        self.threshold = require_number(threshold, "threshold", hint="Это косинус: число от -1 до 1.")
+
+    @property
+    def min_score(self) -> float:
+        """Старое имя ``threshold``."""
+        return self.threshold
 
     def __repr__(self) -> str:
         return f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences})"
@@ -89,7 +94,7 @@ class ExtractiveGenerator:
         vectors = np.asarray(self.embedder.embed([query, *(sentence for _, sentence in found)]), dtype=np.float64)
         scores = vectors[1:] @ vectors[0]
         order = sorted(range(len(found)), key=lambda i: (-scores[i], i))  # при равенстве — порядок источников
-        chosen = [i for i in order if scores[i] > self.min_score][: self.max_sentences]
+        chosen = [i for i in order if scores[i] > self.threshold][: self.max_sentences]
         if not chosen:
             return REFUSAL
         return " ".join(_quote(found[i][1], found[i][0]) for i in chosen)
@@ -110,21 +115,11 @@ class ExtractiveGenerator:
         Пример: ``ExtractiveGenerator().generate(build_prompt(query, hits))``.
         Глава 10. От поиска к ответу.
         """
-        require_text(prompt, "Промпт")
-        start, end = prompt.find(_CONTEXT), prompt.rfind(_QUESTION)
-        if start < 0 or end < start:
+        parsed = parse_prompt(prompt)
+        if parsed is None:
             return REFUSAL
-        context = prompt[start + len(_CONTEXT) : end]
-        query = prompt[end + len(_QUESTION) :].removesuffix(_ANSWER)
-        headers = []
-        for match in _SOURCE_RE.finditer(context):  # номера идут подряд: строку текста, похожую
-            if int(match.group(1)) == len(headers) + 1:  # на заголовок, не примем за источник
-                headers.append(match)
-        sources = [
-            (n, context[m.end() : headers[n].start() if n < len(headers) else len(context)])
-            for n, m in enumerate(headers, start=1)
-        ]
-        return self._compose(query, sources)
+        query, texts = parsed
+        return self._compose(query, list(enumerate(texts, start=1)))
 
 
 @dataclass(frozen=True)
@@ -133,7 +128,7 @@ class Answer:
 
     ``fallback=True`` — генератор не ответил, и ``text`` — запасной экстрактивный ответ по тем
     же чанкам; ``reason`` объясняет, что случилось (или почему ответ — отказ).
-    Пример: ``answer(query, index).citations.ok`` → ``True``. Глава 10. От поиска к ответу.
+    Пример: ``answer(index, query).citations.ok`` → ``True``. Глава 10. От поиска к ответу.
     """
 
     query: str
@@ -166,18 +161,22 @@ def _generators(generator, index) -> list:
     return generators
 
 
-def answer(query: str, index, generator=None, k: int = 3, threshold: float | None = None) -> Answer:
+def answer(index, query: str, generator=None, k: int = 3, threshold: float | None = None) -> Answer:
     """Найти k чанков, собрать промпт, получить ответ генератора и проверить его цитаты.
 
     ``generator`` — один генератор или список: они пробуются по очереди до первого ответа.
     Если не ответил ни один (сеть, таймаут, ошибка), ``answer`` не бросает исключение, а
     возвращает ``Answer(fallback=True)`` с экстрактивным ответом по найденному и причиной.
     Ничего не прошло порог — генератор не зовётся, ответ ``REFUSAL``. ``index`` — всё, у
-    чего есть ``search(query, k=, threshold=)``.
-    Пример: ``print(answer("Сколько дней отпуска?", index, OllamaChat(), k=3))``.
+    чего есть ``search(query, k=, threshold=)``; старый порядок ``(query, index, …)`` тоже работает.
+    Пример: ``print(answer(index, "Сколько дней отпуска?", OllamaChat(), k=3))``.
     Глава 10. От поиска к ответу.
     """
+    index, query = index_then_query(index, query)
     require_text(query, "Вопрос")
+    if not callable(getattr(index, "search", None)):
+        raise MiniRagError(f"index должен уметь search(query, k=, threshold=), а {type(index).__name__} не умеет: "
+                           f"построй его через Index.build(docs).")
     generators = _generators(generator, index)
     hits = tuple(index.search(query, k=k, threshold=threshold))
     prompt = build_prompt(query, hits)

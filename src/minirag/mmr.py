@@ -54,8 +54,5 @@ def mmr_search(index: Index, query: str, k: int = 3, *, candidates: int = 20, la
     query_vector = require_index(index).query_vector(query)
     scores = index.vectors @ query_vector
     pool = top_k(scores, max(require_int(candidates, "candidates", 1), k))
-    hits = []
-    for rank, i in enumerate(pool[mmr(query_vector, index.vectors[pool], k, lambda_)], start=1):
-        chunk = index.chunk(int(i))
-        hits.append(Hit(rank, float(scores[i]), chunk.doc_id, chunk.chunk_id, chunk.title, chunk.text))
-    return hits
+    chosen = pool[mmr(query_vector, index.vectors[pool], k, lambda_)]
+    return [index.hit(int(i), scores[i], rank) for rank, i in enumerate(chosen, start=1)]

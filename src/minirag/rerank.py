@@ -25,7 +25,7 @@ import numpy as np
 from .errors import MiniRagError
 from .index import Index, require_index
 from .text import tokenize
-from .types import Hit
+from .types import Hit, renumber
 from .validate import require_hits, require_int, require_k, require_number, require_text, require_texts
 
 
@@ -161,8 +161,7 @@ def rerank(query: str, hits: Sequence[Hit], k: int = 3, *, scorer: PairScorer | 
         raise MiniRagError(f"Оценщик вернул {scores.shape} оценок (или NaN), а ждали по одному числу "
                            f"на каждый из {len(hits)} чанков.")
     order = np.argsort(-scores, kind="stable")[:k]
-    return [Hit(rank, float(scores[i]), hits[i].doc_id, hits[i].chunk_id, hits[i].title, hits[i].text)
-            for rank, i in enumerate(order, start=1)]
+    return renumber([hits[i] for i in order], scores[order])
 
 
 def search_rerank(index: Index, query: str, k: int = 3, *, candidates: int = 20,
