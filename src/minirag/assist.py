@@ -47,7 +47,8 @@ _BULLET_RE = re.compile(r"^\s*(?:[-*•–—]|\d+[.)]|[a-zа-я][.)])\s*", re.I
 class Retrieval:
     """Итог поиска с генератором: чанки, запросы, по которым искали, и был ли откат к обычному поиску.
 
-    Пример: ``hyde(index, "Сколько дней отпуска?", OllamaChat()).queries``. Глава 10. От поиска к ответу.
+    Пример: ``hyde(index, "Сколько дней отпуска?", chat).queries`` — абзац, который написала модель.
+    Глава 10. От поиска к ответу.
     """
 
     hits: tuple[Hit, ...]
@@ -73,7 +74,8 @@ class QueryCache:
 
     Отпечатка эмбеддера мало: два корпуса с одним эмбеддером дали бы общий кэш, поэтому в
     ключ входит и хеш матрицы векторов. Старые записи вытесняются после ``maxsize``.
-    Пример: ``cache = QueryCache(); hyde(index, q, chat, cache=cache)``. Глава 10. От поиска к ответу.
+    Пример: ``cache = QueryCache(); hyde(index, q, chat, cache=cache)`` — второй такой вызов модель не зовёт.
+    Глава 10. От поиска к ответу.
     """
 
     def __init__(self, maxsize: int = 1024):
@@ -91,7 +93,7 @@ class QueryCache:
         """Вернуть запомненный результат или посчитать ``compute()`` и запомнить (кроме откатов).
 
         Старый порядок ``(method, query, index, …)`` тоже работает.
-        Пример: ``cache.get_or_compute("search", index, q, lambda: index.search(q, k=3), k=3)``.
+        Пример: ``QueryCache().get_or_compute("search", index, "отпуск", lambda: "найдено", k=3)`` → ``'найдено'``.
         Глава 10. От поиска к ответу.
         """
         index, query = index_then_query(index, query)

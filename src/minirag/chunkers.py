@@ -43,7 +43,9 @@ def semantic_chunks(text: str, embedder: Embedder | None = None, *, quantile: fl
 
     По умолчанию квантиль 0.25 (нижний квартиль) и ``HashEmbedder()``; другой эмбеддер —
     через ``functools.partial(semantic_chunks, embedder=...)``. Кусок — подстрока текста.
-    Пример: ``Index.build(docs, chunker=semantic_chunks)``. Глава 9. За пределами косинуса.
+    Пример: ``semantic_chunks("Кот спит на диване. Кот ест рыбу. Поезд едет быстро. Поезд опоздал.")``
+    → ``['Кот спит на диване. Кот ест рыбу.', 'Поезд едет быстро. Поезд опоздал.']``;
+    в индексе — ``Index.build(DEMO_DOCS, chunker=semantic_chunks)``. Глава 9. За пределами косинуса.
     """
     require_text(text)
     quantile = require_number(quantile, "quantile", 0, 1, "Нижний квартиль — 0.25.")
@@ -137,7 +139,8 @@ def table_chunks(text: str, *, rows_per_chunk: int = 5, max_chars: int = 220) ->
     одинаковым числом ``\\t``, ``;`` или ``,``: это эвристика). Ограничение: кусок с
     повторённой шапкой — не подстрока документа, поэтому в ``Index.build`` этот чанкер
     не подключается; эмбеддь ``[c.text for c in table_chunks(text)]`` сам.
-    Пример: ``[c.text for c in table_chunks(text, rows_per_chunk=5)]``.
+    Пример: ``[c.text for c in table_chunks("Цены.\\n| товар | цена |\\n|---|---|\\n| чай | 50 |", rows_per_chunk=5)]``
+    → ``['Цены.', '| товар | цена |\\n|---|---|\\n| чай | 50 |']``.
     Глава 9. За пределами косинуса.
     """
     require_text(text)

@@ -140,7 +140,7 @@ class HashEmbedder:
         return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
     def embed_one(self, text: str) -> np.ndarray:
-        """Вектор одного текста, форма (dim,). Пример: ``HashEmbedder().embed_one("")`` → нули.
+        """Вектор одного текста, форма (dim,). Пример: ``HashEmbedder().embed_one("").any()`` → ``False`` (нули).
 
         Глава 1. Эмбеддинги.
         """

@@ -68,7 +68,7 @@ def reciprocal_rank(ranked: Sequence[str], relevant) -> float:
 class EvaluationReport:
     """Итог ``evaluate``: строка на запрос, средние по категориям и по всем запросам.
 
-    Пример: ``evaluate(index, DEMO_QUERIES).per_category["exact"]["hit@3"]``. Глава 7. Оценка поиска.
+    Пример: ``evaluate(index, DEMO_QUERIES).per_category["exact"]["hit@3"]`` → ``1.0``. Глава 7. Оценка поиска.
     """
 
     ks: tuple[int, ...]
@@ -106,7 +106,8 @@ def evaluate(index, labeled, ks: Sequence[int] = (1, 3, 5), threshold: float | N
 
     ``index`` — всё, у чего есть ``search_many(queries, k=, threshold=)``, обычно ``Index``;
     ``labeled`` — последовательность объектов с полями ``text``, ``relevant`` и ``category``
-    (как ``DEMO_QUERIES``). Пример: ``print(evaluate(index, DEMO_QUERIES))``. Глава 7. Оценка поиска.
+    (как ``DEMO_QUERIES``). Пример: ``evaluate(index, DEMO_QUERIES).overall["n"]`` → ``80``;
+    таблица — ``print(evaluate(index, DEMO_QUERIES))``. Глава 7. Оценка поиска.
     """
     ks = tuple(require_k(k) for k in ks)
     if not ks:

@@ -33,7 +33,8 @@ def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, threshold
     ``SCORE_TOLERANCE``). Результат: для каждого найденного — его соседи слева, он сам, соседи
     справа (в порядке документа), без повторов; ``score`` соседа — его косинус с запросом.
     ``floor`` — старое имя ``threshold``. Пример:
-    ``expand_neighbors(index, "отпуск", index.search("отпуск", k=2), threshold=0.3)``.
+    ``[h.key for h in expand_neighbors(index, "отпуск", index.search("отпуск", k=1), threshold=0.0)]``
+    → ``[('vacation-annual', 1), ('vacation-annual', 2), ('vacation-annual', 3)]``.
     Глава 9. За пределами косинуса.
     """
     require_choice(against, "against", ("hit", "query"))
@@ -80,7 +81,7 @@ def _row(index: Index, doc_id: str, chunk_id: int) -> int | None:
 def doc_vectors(index: Index) -> np.ndarray:
     """Вектор каждого документа (по порядку ``index.docs``): нормированное среднее векторов его чанков.
 
-    Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), dim)``. Глава 9. За пределами косинуса.
+    Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), 96)``. Глава 9. За пределами косинуса.
     """
     rows = require_index(index).doc_rows
     sums = np.zeros((len(index.docs), index.vectors.shape[1]))
@@ -91,7 +92,8 @@ def doc_vectors(index: Index) -> np.ndarray:
 def hierarchical_search(index: Index, query: str, k: int = 3, *, n_docs: int = 2) -> list[Hit]:
     """Сначала ``n_docs`` лучших документов по косинусу с вектором документа, затем k лучших чанков в них.
 
-    ``score`` — косинус чанка с запросом. Пример: ``hierarchical_search(index, "отпуск", k=3, n_docs=2)``.
+    ``score`` — косинус чанка с запросом. Пример: ``[h.key for h in hierarchical_search(index, q, k=2, n_docs=1)]``
+    → ``[('vacation-annual', 1), ('vacation-annual', 3)]``.
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)

@@ -33,7 +33,8 @@ _TAIL_RE = re.compile(r"[.!?…]+[»\"')\]]*$")
 class Generator(Protocol):
     """Всё, что по промпту пишет ответ: ``generate(prompt) -> str``.
 
-    Пример: ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 10. От поиска к ответу.
+    Пример: ``isinstance(ExtractiveGenerator(), Generator)`` → ``True``; модель —
+    ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 10. От поиска к ответу.
     """
 
     def generate(self, prompt: str) -> str: ...
@@ -62,7 +63,8 @@ class ExtractiveGenerator:
     ``generate(prompt)`` достаёт вопрос и источники через ``parse_prompt``;
     ``answer_from(query, hits)`` делает то же прямо по найденным чанкам. Детерминирован:
     тот же вход — тот же ответ.
-    Пример: ``ExtractiveGenerator().answer_from("Сколько дней отпуска?", hits)``.
+    Пример: ``ExtractiveGenerator(max_sentences=1).answer_from("Сколько дней отпуска?", hits)``
+    → ``'Продолжительность ежегодного оплачиваемого отпуска — 28 календарных дней [1].'``.
     Глава 10. От поиска к ответу.
     """
 
@@ -102,7 +104,7 @@ class ExtractiveGenerator:
     def answer_from(self, query: str, hits: Sequence[Hit]) -> str:
         """Ответ по найденным чанкам: лучшие предложения, у каждого ссылка [n] на его чанк.
 
-        Пример: ``ExtractiveGenerator().answer_from("Сколько дней отпуска?", index.search(q))``.
+        Пример: ``ExtractiveGenerator().answer_from(q, index.search(q)).endswith("[2].")`` → ``True``.
         Глава 10. От поиска к ответу.
         """
         require_text(query, "Вопрос")
@@ -112,7 +114,8 @@ class ExtractiveGenerator:
         """Ответ по промпту ``build_prompt``: вопрос и источники [1]…[k] берутся из его текста.
 
         В промпте другого вида нет пронумерованных источников — тогда ответ ``REFUSAL``.
-        Пример: ``ExtractiveGenerator().generate(build_prompt(query, hits))``.
+        Пример: ``ExtractiveGenerator().generate(build_prompt(q, hits)) == ExtractiveGenerator().answer_from(q, hits)``
+        → ``True``.
         Глава 10. От поиска к ответу.
         """
         parsed = parse_prompt(prompt)
@@ -169,7 +172,8 @@ def answer(index, query: str, generator=None, k: int = 3, threshold: float | Non
     возвращает ``Answer(fallback=True)`` с экстрактивным ответом по найденному и причиной.
     Ничего не прошло порог — генератор не зовётся, ответ ``REFUSAL``. ``index`` — всё, у
     чего есть ``search(query, k=, threshold=)``; старый порядок ``(query, index, …)`` тоже работает.
-    Пример: ``print(answer(index, "Сколько дней отпуска?", OllamaChat(), k=3))``.
+    Пример: ``answer(index, "Сколько стоит обед в столовой?", threshold=0.5).text`` → ``'В контексте ответа нет.'``;
+    с моделью — ``print(answer(index, "Сколько дней отпуска?", OllamaChat(), k=3))``.
     Глава 10. От поиска к ответу.
     """
     index, query = index_then_query(index, query)

@@ -61,7 +61,7 @@ def index_bm25(index: Index, *, k1: float = 1.5, b: float = 0.75, variant: str =
     """BM25 над чанками индекса (по порядку матрицы), токены — как у эмбеддера индекса.
 
     Построй один раз и передавай в ``hybrid_search(..., bm25=...)`` для многих запросов.
-    Пример: ``bm25 = index_bm25(index)``. Глава 9. За пределами косинуса.
+    Пример: ``len(index_bm25(index)) == len(index)`` → ``True``. Глава 9. За пределами косинуса.
     """
     require_index(index)
     stem = _stem_of(index)
@@ -94,7 +94,7 @@ def force_exact(index: Index, query: str, hits: Sequence[Hit], k: int = 3) -> li
     токенам подряд без стемминга; просматриваются все чанки индекса (для учебных корпусов
     это быстро). Чанк, которого не было в ``hits``, получает score 0.0: он попал в выдачу
     только по точному совпадению.
-    Пример: ``force_exact(index, "счёт № 8821", index.search("счёт № 8821", k=3), k=3)``.
+    Пример: ``force_exact(index, "шаблон № 8821", index.search("шаблон № 8821", k=3))[0].doc_id`` → ``'vpn-connect'``.
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
@@ -119,7 +119,7 @@ def hybrid_search(index: Index, query: str, k: int = 3, *, candidates: int = 20,
     ``score`` у результата — оценка RRF с константой ``rank_constant`` (``rrf_k`` — её старое
     имя). ``exact=True`` ставит вперёд чанки с фразой в кавычках или номером из запроса
     (``force_exact``). ``bm25`` — готовый ``index_bm25(index)``; без него BM25 строится заново
-    при каждом вызове. Пример: ``hybrid_search(index, "приказ № 8821", k=3)``.
+    при каждом вызове. Пример: ``hybrid_search(index, "Что за шаблон № 8821?", k=3)[0].doc_id`` → ``'vpn-connect'``.
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)

@@ -31,7 +31,7 @@ _EMBED_BATCH = 2048  # столько текстов эмбеддим за ра�
 class Index:
     """Плоский индекс чанков: ``Index.build(docs)``, затем ``search(query, k, threshold)``.
 
-    Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)``.
+    Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``.
     Глава 5. Индекс и поиск.
     """
 
@@ -55,7 +55,7 @@ class Index:
 
         ``chunker(text)`` возвращает куски текста документа по порядку (по умолчанию
         ``chunk_text`` с max_chars=220). ``progress=True`` показывает полосу прогресса.
-        Пример: ``Index.build(DEMO_DOCS, HashEmbedder(dim=96))``. Глава 5. Индекс и поиск.
+        Пример: ``len(Index.build(DEMO_DOCS, HashEmbedder(dim=96)))`` → ``96`` (чанков). Глава 5. Индекс и поиск.
         """
         documents = require_documents(docs)
         embedder = embedder if embedder is not None else HashEmbedder()
@@ -132,7 +132,7 @@ class Index:
         return self._spans[:, 0].copy()
 
     def position(self, doc_id: str, chunk_id: int) -> int:
-        """Номер строки матрицы для чанка (doc_id, chunk_id). Пример: ``index.position("vpn-connect", 1)``."""
+        """Номер строки матрицы для чанка (doc_id, chunk_id). Пример: ``index.position("vpn-connect", 1)`` → ``27``."""
         if self._positions is None:
             self._positions = {(self.docs[row].id, int(cid)): i for i, (row, cid) in enumerate(self._spans[:, :2].tolist())}
         try:
@@ -172,7 +172,7 @@ class Index:
     def scores(self, query: str) -> np.ndarray:
         """Косинус запроса с каждым чанком (float32, по порядку матрицы) — чтобы видеть всех кандидатов.
 
-        Пример: ``index.scores("отпуск").max()``. Глава 3. Top-k и порог.
+        Пример: ``round(float(index.scores("отпуск").max()), 4)`` → ``0.3227``. Глава 3. Top-k и порог.
         """
         return self._matrix @ self.query_vector(query)
 
@@ -183,7 +183,7 @@ class Index:
         """Лучшие k чанков по косинусу; с порогом сначала отбрасываются оценки ниже threshold.
 
         Пусто, если ничего не прошло порог, — тогда честно отвечают «не найдено».
-        Пример: ``index.search("сколько дней отпуска", k=3)[0].doc_id``. Глава 3. Top-k и порог.
+        Пример: ``index.search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``. Глава 3. Top-k и порог.
         """
         require_k(k)
         require_threshold(threshold)
@@ -195,7 +195,7 @@ class Index:
         Оценки каждого запроса считаются тем же умножением матрицы на вектор, что и в ``search``,
         поэтому результат совпадает с ``search`` до последнего бита (умножение матрицы на матрицу
         складывало бы в другом порядке, и равные оценки могли бы поменяться местами).
-        Пример: ``[h[0].doc_id for h in index.search_many(["отпуск", "VPN"])]``.
+        Пример: ``index.search_many(["отпуск", "VPN"])[1] == index.search("VPN")`` → ``True``.
         Глава 5. Индекс и поиск.
         """
         if isinstance(queries, str):
@@ -211,7 +211,7 @@ class Index:
     def save(self, path: str | os.PathLike) -> Path:
         """Сохранить индекс в один самоописывающий файл; сбой посреди записи не портит прежний.
 
-        Пример: ``index.save("demo.minirag")``. Глава 5. Индекс и поиск.
+        Пример: ``index.save("demo.minirag").name`` → ``'demo.minirag'``. Глава 5. Индекс и поиск.
         """
         return store.write(path, self.fingerprint, self.docs, self.spans, self.vectors)
 
@@ -219,7 +219,8 @@ class Index:
     def load(cls, path: str | os.PathLike, embedder: Embedder | None = None) -> Index:
         """Загрузить индекс из файла и проверить, что ``embedder`` — тот же, что строил индекс.
 
-        Пример: ``Index.load("demo.minirag", HashEmbedder(dim=96))``. Глава 5. Индекс и поиск.
+        Пример: ``Index.load("demo.minirag", HashEmbedder(dim=96)).search(q) == index.search(q)`` → ``True``.
+        Глава 5. Индекс и поиск.
         """
         embedder = embedder if embedder is not None else HashEmbedder()
         docs, spans, matrix = store.read(path, embedder.fingerprint)

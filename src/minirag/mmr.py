@@ -48,7 +48,9 @@ def mmr(query_vector, candidate_vectors, k: int, lambda_: float = 0.5) -> list[i
 def mmr_search(index: Index, query: str, k: int = 3, *, candidates: int = 20, lambda_: float = 0.5) -> list[Hit]:
     """Лучшие ``candidates`` чанков по косинусу, из них k по MMR; ``score`` — косинус с запросом.
 
-    Пример: ``mmr_search(index, "отпуск", k=3, lambda_=0.5)``. Глава 9. За пределами косинуса.
+    Пример: ``[h.doc_id for h in mmr_search(index, "Сколько календарных дней ежегодного отпуска?", k=3)]``
+    → ``['vacation-annual', 'laptop-damage', 'vacation-unpaid']`` (без MMR — дважды vacation-annual).
+    Глава 9. За пределами косинуса.
     """
     k = require_k(k)
     query_vector = require_index(index).query_vector(query)

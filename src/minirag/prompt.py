@@ -40,7 +40,7 @@ _ONLY_CITATIONS_RE = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\])+\s*[.!?…]?$")
 def build_prompt(query: str, hits: Sequence[Hit]) -> str:
     """Собрать промпт: правила, источники [1]…[k] с doc_id и chunk_id, вопрос.
 
-    Пример: ``build_prompt("Сколько дней отпуска?", index.search("отпуск", k=3))``.
+    Пример: ``build_prompt("Сколько дней отпуска?", hits).splitlines()[-1]`` → ``'Ответ:'``.
     Глава 6. Промпт и цитаты.
     """
     require_text(query, "Вопрос")

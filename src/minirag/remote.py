@@ -292,7 +292,7 @@ class OpenAIChat(_RemoteChat):
 
     Адрес, модель и ключ — аргументы или ``MINIRAG_BASE_URL``, ``MINIRAG_MODEL``, ``MINIRAG_API_KEY``.
     ``temperature=0`` — чтобы один промпт давал по возможности один ответ.
-    Пример: ``answer(query, index, OpenAIChat("qwen2.5:7b", "http://localhost:11434/v1"))``.
+    Пример: ``answer(index, query, OpenAIChat("qwen2.5:7b", "http://localhost:11434/v1"))``.
     Глава 10. От поиска к ответу.
     """
 
@@ -328,7 +328,7 @@ class OllamaChat(_RemoteChat):
     """Генератор Ollama: ``POST /api/chat`` без потока (``"stream": false``), ответ ``message.content``.
 
     Модель — аргумент или ``MINIRAG_MODEL``; адрес — аргумент, ``OLLAMA_HOST`` или ``http://localhost:11434``.
-    Пример: ``answer(query, index, OllamaChat("qwen2.5:7b"))``. Глава 10. От поиска к ответу.
+    Пример: ``answer(index, query, OllamaChat("qwen2.5:7b"))``. Глава 10. От поиска к ответу.
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None, *, temperature: float = 0.0,

@@ -33,7 +33,7 @@ from .validate import require_hits, require_int, require_k, require_number, requ
 class PairScorer(Protocol):
     """Оценщик пар: ``score(query, texts)`` — по числу на текст, больше значит релевантнее.
 
-    Пример: ``LexicalPairScorer().score("срок пропуска", ["Срок пропуска — год."])``.
+    Пример: ``isinstance(LexicalPairScorer(), PairScorer)`` → ``True``.
     Глава 9. За пределами косинуса.
     """
 
@@ -52,7 +52,8 @@ class LexicalPairScorer:
     proximity — среднее по соседним парам слов запроса (a, b) с весами idf(a) + idf(b):
     1/d, если b стоит через d токенов после a (d ≤ window), 0.5/d — если в обратном порядке,
     иначе 0. idf = ln(1 + (N − df + 0.5)/(df + 0.5)) по ``idf_texts``, а без них — по самим
-    переоцениваемым текстам. Пример: ``LexicalPairScorer(window=3).score("срок пропуска", texts)``.
+    переоцениваемым текстам. Пример: ``LexicalPairScorer(window=3).score("срок пропуска", ["Срок пропуска — год."])``
+    → ``array([1.5])`` (все слова есть, и стоят подряд).
     Глава 9. За пределами косинуса.
     """
 
@@ -83,7 +84,7 @@ class LexicalPairScorer:
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Оценки текстов для запроса (float64, по порядку ``texts``).
 
-        Пример: ``LexicalPairScorer().score("срок пропуска", ["Срок пропуска — год.", "Год."])``.
+        Пример: ``LexicalPairScorer().score("срок пропуска", ["Срок пропуска — год.", "Год."])`` → ``array([1.5, 0.])``.
         Глава 9. За пределами косинуса.
         """
         terms = list(dict.fromkeys(tokenize(require_text(query, "Запрос"), stem=self.stem)))
@@ -134,7 +135,7 @@ class CrossEncoderScorer:
         self.model = model
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        """Оценки cross-encoder для пар (запрос, текст). Пример: ``scorer.score("отпуск", texts)``.
+        """Оценки cross-encoder для пар (запрос, текст). Пример: ``CrossEncoderScorer("путь/к/модели").score("отпуск", texts)``.
 
         Глава 9. За пределами косинуса.
         """
@@ -148,7 +149,8 @@ def rerank(query: str, hits: Sequence[Hit], k: int = 3, *, scorer: PairScorer | 
     """Переоценить найденные чанки оценщиком пар и оставить лучшие k; ``score`` — оценка оценщика.
 
     При равных оценках сохраняется порядок первого этапа. По умолчанию ``LexicalPairScorer()``.
-    Пример: ``rerank("срок пропуска", index.search("срок пропуска", k=20), k=3)``.
+    Пример: ``rerank("срок пропуска", [Hit(1, 0.9, "a", 1, "А", "Год."), Hit(2, 0.5, "b", 1, "Б", "Срок пропуска — год.")],
+    k=1)[0].doc_id`` → ``'b'``.
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
@@ -168,7 +170,8 @@ def search_rerank(index: Index, query: str, k: int = 3, *, candidates: int = 20,
                   scorer: PairScorer | None = None) -> list[Hit]:
     """Два этапа: ``candidates`` лучших чанков по косинусу, затем ``rerank`` до k.
 
-    Пример: ``search_rerank(index, "срок действия пропуска", k=3, candidates=20)``.
+    Пример: ``search_rerank(index, "Сколько стоит восстановление пропуска?", k=1)[0].doc_id`` → ``'office-pass'``
+    (косинус ставит его третьим).
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)

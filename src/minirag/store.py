@@ -32,7 +32,7 @@ def write(path: str | os.PathLike, fingerprint: str, docs: Sequence[Document], s
           vectors: np.ndarray) -> Path:
     """Записать части индекса в файл атомарно и вернуть путь (зовёт ``Index.save``).
 
-    Пример: ``write("demo.minirag", index.fingerprint, index.docs, index.spans, index.vectors)``.
+    Пример: ``write("копия.minirag", index.fingerprint, index.docs, index.spans, index.vectors).exists()`` → ``True``.
     Глава 5. Индекс и поиск.
     """
     path = Path(path)
@@ -76,7 +76,7 @@ def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.
     """Прочитать части индекса (документы, spans, векторы), проверив формат, версию, целостность
     и что индекс построен эмбеддером с отпечатком ``fingerprint`` (зовёт ``Index.load``).
 
-    Пример: ``docs, spans, vectors = read("demo.minirag", HashEmbedder().fingerprint)``. Глава 5. Индекс и поиск.
+    Пример: ``read("demo.minirag", HashEmbedder().fingerprint)[2].shape`` → ``(96, 96)``. Глава 5. Индекс и поиск.
     """
     path = Path(path)
     if not path.is_file():
