@@ -24,8 +24,20 @@ class Document:
     text: str
 
 
+class _Keyed:
+    """Общее у чанка и результата поиска: имя чанка в корпусе ``key = (doc_id, chunk_id)``."""
+
+    doc_id: str
+    chunk_id: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """Имя чанка в корпусе: ``(doc_id, chunk_id)`` — по нему сливают выдачи и убирают повторы."""
+        return (self.doc_id, self.chunk_id)
+
+
 @dataclass(frozen=True)
-class Chunk:
+class Chunk(_Keyed):
     """Кусок документа с метаданными для цитаты: откуда он и какой он по счёту.
 
     Пример: ``Chunk("vacation-1", 1, "Отпуск", "Отпуск — 28 дней.").key`` → ``('vacation-1', 1)``.
@@ -37,14 +49,9 @@ class Chunk:
     title: str
     text: str
 
-    @property
-    def key(self) -> tuple[str, int]:
-        """Имя чанка в корпусе: ``(doc_id, chunk_id)``."""
-        return (self.doc_id, self.chunk_id)
-
 
 @dataclass(frozen=True)
-class Hit:
+class Hit(_Keyed):
     """Результат поиска: место ``rank`` (с 1), оценка ``score`` и сам чанк.
 
     Пример: ``Hit(1, 0.62, "vacation-1", 1, "Отпуск", "Отпуск — 28 дней.").key`` → ``('vacation-1', 1)``.
@@ -57,11 +64,6 @@ class Hit:
     chunk_id: int
     title: str
     text: str
-
-    @property
-    def key(self) -> tuple[str, int]:
-        """Имя найденного чанка в корпусе: ``(doc_id, chunk_id)``."""
-        return (self.doc_id, self.chunk_id)
 
 
 def renumber(hits, scores=None) -> list[Hit]:

@@ -52,7 +52,7 @@ def require_number(value: object, name: str, low: float = -math.inf, high: float
     return float(value)
 
 
-def require_threshold(threshold: object, name: str = "threshold") -> float | None:
+def require_threshold(threshold: object) -> float | None:
     """Порог оценки: конечное число или None (без порога).
 
     Пример: ``require_threshold(None)`` → ``None``. Глава 3. Top-k и порог.
@@ -60,7 +60,7 @@ def require_threshold(threshold: object, name: str = "threshold") -> float | Non
     if threshold is None:
         return None
     if not _is_number(threshold) or not math.isfinite(threshold):
-        raise MiniRagError(f"{name} должен быть числом (косинус от -1 до 1) или None, получено {threshold!r}.")
+        raise MiniRagError(f"threshold должен быть числом (косинус от -1 до 1) или None, получено {threshold!r}.")
     return float(threshold)
 
 
