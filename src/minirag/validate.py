@@ -65,7 +65,10 @@ def require_threshold(threshold: object) -> float | None:
 
 
 def require_choice(value: object, name: str, choices: Sequence[str]) -> str:
-    """Одно из разрешённых значений. Пример: ``require_choice("hit", "against", ("hit", "query"))`` → ``'hit'``."""
+    """Одно из разрешённых значений.
+
+    Пример: ``require_choice("hit", "against", ("hit", "query"))`` → ``'hit'``. Глава 9. За пределами косинуса.
+    """
     if value not in choices:
         raise MiniRagError(f"{name} должен быть одним из {', '.join(map(repr, choices))}, получено {value!r}.")
     return value
@@ -147,7 +150,7 @@ def renamed(value, old_value, *, default, name: str, old_name: str):
     """Значение параметра, переданного новым именем ``name`` или старым ``old_name`` — но не обоими.
 
     Старое имя работает как раньше и без предупреждений: им ещё пользуются главы и лабораторные.
-    Пример: ``renamed(60, 30, default=60, name="rank_constant", old_name="k")`` → ``30``.
+    Пример: ``renamed(60, 30, default=60, name="rank_constant", old_name="k")`` → ``30``. Глава 9. За пределами косинуса.
     """
     if old_value is None:
         return value
