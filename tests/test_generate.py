@@ -74,7 +74,7 @@ def test_nothing_to_quote_is_an_honest_refusal():
     threshold=st.one_of(st.none(), st.floats(-0.2, 0.7)),
 )
 def test_extractive_answers_on_the_demo_corpus_always_pass_the_citation_check(query, k, threshold):
-    result = answer(query, INDEX, k=k, threshold=threshold)
+    result = answer(INDEX, query, k=k, threshold=threshold)
     assert result.citations.ok, (query, result.text, str(result.citations))
     assert not result.fallback
     if not result.hits:
@@ -101,7 +101,7 @@ def test_any_chunk_text_gives_checkable_citations(texts, query):
 
 
 def test_answer_returns_data_the_learner_can_check():
-    result = answer(DEMO_QUERIES[0].text, INDEX, k=3)
+    result = answer(INDEX, DEMO_QUERIES[0].text, k=3)
     assert isinstance(result, Answer) and len(result.hits) == 3 and not result.fallback
     assert result.prompt == build_prompt(DEMO_QUERIES[0].text, list(result.hits))
     assert result.citations == check_citations(result.text, result.hits)
@@ -110,7 +110,7 @@ def test_answer_returns_data_the_learner_can_check():
 
 def test_with_nothing_above_the_threshold_the_generator_is_not_called():
     generator = Scripted()
-    result = answer("Сколько дней отпуска?", INDEX, generator, threshold=0.99)
+    result = answer(INDEX, "Сколько дней отпуска?", generator, threshold=0.99)
     assert result.text == REFUSAL and result.hits == () and generator.prompts == []
     assert result.citations.ok and result.citations.refusal and "порог" in result.reason
 
@@ -118,7 +118,7 @@ def test_with_nothing_above_the_threshold_the_generator_is_not_called():
 def test_a_failing_generator_gives_a_fallback_answer_with_everything_retrieved():
     query = DEMO_QUERIES[0].text
     failing = Scripted(ConnectionError("сеть упала"))
-    result = answer(query, INDEX, failing, k=3)
+    result = answer(INDEX, query, failing, k=3)
     assert result.fallback and "сеть упала" in result.reason and "Scripted" in result.reason
     assert result.hits == tuple(INDEX.search(query, k=3)) and failing.prompts == [result.prompt]
     assert result.text == ExtractiveGenerator().answer_from(query, result.hits) and result.citations.ok
@@ -127,16 +127,16 @@ def test_a_failing_generator_gives_a_fallback_answer_with_everything_retrieved()
 
 def test_generators_are_tried_in_order_until_one_answers():
     first, second = Scripted(TimeoutError("долго")), Scripted("Отпуск 28 дней [1].")
-    result = answer("Сколько дней отпуска?", INDEX, [first, second])
+    result = answer(INDEX, "Сколько дней отпуска?", [first, second])
     assert result.text == "Отпуск 28 дней [1]." and not result.fallback and result.citations.ok
     assert "долго" in result.reason, "отказ первого генератора не прячется, даже если второй ответил"
-    result = answer("Сколько дней отпуска?", INDEX, [Scripted(None), Scripted(RuntimeError("x"))])
+    result = answer(INDEX, "Сколько дней отпуска?", [Scripted(None), Scripted(RuntimeError("x"))])
     assert result.fallback and "NoneType" in result.reason and "RuntimeError" not in result.reason
     assert "x" in result.reason.split("; ")[1]
 
 
 def test_a_model_answer_that_breaks_the_rules_is_reported_not_hidden():
-    result = answer("Сколько дней отпуска?", INDEX, Scripted("Отпуск 28 дней. Так сказал мне друг [9]."))
+    result = answer(INDEX, "Сколько дней отпуска?", Scripted("Отпуск 28 дней. Так сказал мне друг [9]."))
     assert not result.fallback and not result.citations.ok and result.citations.unknown == (9,)
 
 
@@ -144,16 +144,16 @@ def test_an_unreachable_model_server_falls_back_and_names_the_url():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    result = answer("Сколько дней отпуска?", INDEX, OpenAIChat("qwen2.5:7b", url, retries=0))
+    result = answer(INDEX, "Сколько дней отпуска?", OpenAIChat("qwen2.5:7b", url, retries=0))
     assert result.fallback and url in result.reason and "OpenAIChat" in result.reason
     assert result.citations.ok and len(result.hits) == 3
 
 
 def test_bad_arguments_are_explained():
     with pytest.raises(MiniRagError, match="generate"):
-        answer("вопрос", INDEX, object())
+        answer(INDEX, "вопрос", object())
     with pytest.raises(MiniRagError, match="пуст"):
-        answer("вопрос", INDEX, [])
+        answer(INDEX, "вопрос", [])
     with pytest.raises(MiniRagError, match="max_sentences"):
         ExtractiveGenerator(max_sentences=0)
     with pytest.raises(MiniRagError, match="Hit"):

@@ -53,7 +53,7 @@ def by_slash(text):
 
 # ---------- RRF ----------
 def test_rrf_hand_worked_example():
-    fused = rrf([["a", "b", "c"], ["b", "c", "d"]], k=60)
+    fused = rrf([["a", "b", "c"], ["b", "c", "d"]], rank_constant=60)
     assert [key for key, _ in fused] == ["b", "c", "a", "d"]
     scores = dict(fused)
     assert scores["b"] == pytest.approx(1 / 62 + 1 / 61) == pytest.approx(0.0325224749)
@@ -68,8 +68,8 @@ def test_rrf_zero_based_ranks_equal_one_based_with_k_minus_one():
     for ranking in rankings:
         for rank0, key in enumerate(ranking):
             zero_based[key] = zero_based.get(key, 0.0) + 1 / (60 + rank0)
-    assert dict(rrf(rankings, k=59)) == pytest.approx(zero_based)
-    assert dict(rrf(rankings, k=60))["a"] == pytest.approx(1 / 61 + 1 / 62)  # места с 1: первый получает 1/61
+    assert dict(rrf(rankings, rank_constant=59)) == pytest.approx(zero_based)
+    assert dict(rrf(rankings, rank_constant=60))["a"] == pytest.approx(1 / 61 + 1 / 62)  # места с 1: первый получает 1/61
 
 
 def test_rrf_ties_keep_order_of_first_appearance():
@@ -78,11 +78,12 @@ def test_rrf_ties_keep_order_of_first_appearance():
 
 @pytest.mark.parametrize(
     ("rankings", "k", "message"),
-    [(["a", "b"], 60, "последовательностью"), ([["a", "a"]], 60, "повторы"), ([["a"]], -1, "k в RRF"), ("ab", 60, "списком")],
+    [(["a", "b"], 60, "последовательностью"), ([["a", "a"]], 60, "повторы"), ([["a"]], -1, "rank_constant должен"),
+     ("ab", 60, "списком")],
 )
 def test_rrf_bad_input(rankings, k, message):
     with pytest.raises(MiniRagError, match=message):
-        rrf(rankings, k=k)
+        rrf(rankings, rank_constant=k)
 
 
 # ---------- гибридный поиск ----------
@@ -198,23 +199,23 @@ def test_expand_neighbors_walks_while_similarity_stays_above_floor():
     index = neighbor_index()
     hits = index.search("вопрос", k=1)
     assert [(h.doc_id, h.chunk_id) for h in hits] == [("a", 3)]
-    expanded = expand_neighbors(index, "вопрос", hits, floor=0.4)
+    expanded = expand_neighbors(index, "вопрос", hits, threshold=0.4)
     assert [h.text for h in expanded] == ["a1", "a2", "a3"]  # a4 (0.2) ниже порога, до a5 шаг не доходит
     assert [h.rank for h in expanded] == [1, 2, 3]
     assert [h.score for h in expanded] == pytest.approx([0.5, 0.8, 1.0])  # косинус с запросом
-    assert [h.text for h in expand_neighbors(index, "вопрос", hits, floor=0.4, max_steps=1)] == ["a2", "a3"]
-    assert [h.text for h in expand_neighbors(index, "вопрос", hits, floor=0.1)] == ["a1", "a2", "a3", "a4", "a5"]
-    assert [h.text for h in expand_neighbors(index, "вопрос", hits, floor=0.1, max_steps=1)] == ["a2", "a3", "a4"]
+    assert [h.text for h in expand_neighbors(index, "вопрос", hits, threshold=0.4, max_steps=1)] == ["a2", "a3"]
+    assert [h.text for h in expand_neighbors(index, "вопрос", hits, threshold=0.1)] == ["a1", "a2", "a3", "a4", "a5"]
+    assert [h.text for h in expand_neighbors(index, "вопрос", hits, threshold=0.1, max_steps=1)] == ["a2", "a3", "a4"]
 
 
 def test_expand_neighbors_against_query_and_without_duplicates():
     index = neighbor_index()
     a3 = index.search("вопрос", k=1)
     # с «другим вопросом» (ось 2) похож только a2 (0.6): соседи a3 по запросу — только a2
-    assert [h.text for h in expand_neighbors(index, "другой вопрос", a3, floor=0.5, against="query")] == ["a2", "a3"]
+    assert [h.text for h in expand_neighbors(index, "другой вопрос", a3, threshold=0.5, against="query")] == ["a2", "a3"]
     best_two = index.search("вопрос", k=2)
     assert [h.text for h in best_two] == ["a3", "b1"]
-    expanded = expand_neighbors(index, "вопрос", best_two + index.search("другой вопрос", k=1), floor=0.7)
+    expanded = expand_neighbors(index, "вопрос", best_two + index.search("другой вопрос", k=1), threshold=0.7)
     assert [h.text for h in expanded] == ["a2", "a3", "b1"]  # a2 — сосед a3 и сам найден: один раз
 
 
@@ -245,8 +246,10 @@ def test_hierarchical_search_picks_documents_first():
     assert [h.text for h in hits] == ["y1", "y2"]
     assert [h.score for h in hits] == pytest.approx([0.9 / math.hypot(0.9, 0.2)] * 2, abs=1e-6)
     assert [h.text for h in hierarchical_search(index, "вопрос", k=2, n_docs=2)] == ["x1", "y1"]
-    with pytest.raises(MiniRagError, match="k должен"):
+    with pytest.raises(MiniRagError, match="^n_docs должен быть целым числом ≥ 1, получено 0"):
         hierarchical_search(index, "вопрос", k=2, n_docs=0)
+    with pytest.raises(MiniRagError, match="^k должен"):
+        hierarchical_search(index, "вопрос", k=0, n_docs=2)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minirag import Document, EmbedderMismatchError, HashEmbedder, Index, MiniRagError, chunk_text, top_k
+from minirag import Document, EmbedderMismatchError, HashEmbedder, Hit, Index, MiniRagError, chunk_text, renumber, top_k
 
 DOCS = [
     Document("vacation", "Отпуск", "Ежегодный отпуск длится 28 дней. Заявку на отпуск подают за две недели."),
@@ -43,6 +43,24 @@ def test_search_returns_ranked_hits_with_cosine_scores(index):
     expected = float(index.vectors[3] @ HashEmbedder().embed_one("подключение к VPN").astype(np.float32))
     assert hits[0].score == pytest.approx(expected, abs=1e-6)
     assert hits[0].score >= hits[1].score
+
+
+def test_the_index_builds_hits_and_renumber_keeps_chunks_and_order(index):
+    hit = index.hit(3, np.float32(0.25), rank=2)
+    assert hit == Hit(2, 0.25, "vpn", 2, "VPN", "Подключение к VPN идёт через приложение.") and type(hit.score) is float
+    assert hit.key == index.chunk(3).key == ("vpn", 2) and index.position(*hit.key) == 3
+    hits = index.search("отпуск VPN пропуск", k=3)
+    reversed_hits = renumber(hits[::-1], scores=[0.3, 0.2, 0.1])
+    assert [h.rank for h in reversed_hits] == [1, 2, 3] and [h.score for h in reversed_hits] == [0.3, 0.2, 0.1]
+    assert [h.key for h in reversed_hits] == [h.key for h in hits[::-1]]
+    assert renumber(hits) == hits
+
+
+def test_spans_are_public_and_read_only(index):
+    row, chunk_id, start, end = index.spans[1]
+    assert index.docs[row].text[start:end] == index.chunk(1).text and chunk_id == 2
+    with pytest.raises(ValueError):
+        index.spans[0, 0] = 5
 
 
 def test_threshold_first_then_k_and_empty_when_nothing_passes(index):

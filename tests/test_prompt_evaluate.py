@@ -6,7 +6,7 @@ import pytest
 
 from minirag import Document, Hit, Index, MiniRagError
 from minirag.evaluate import evaluate, hit_at_k, precision_at_k, recall_at_k, reciprocal_rank
-from minirag.prompt import REFUSAL, build_prompt, check_citations, parse_citations
+from minirag.prompt import REFUSAL, build_prompt, check_citations, parse_citations, parse_prompt
 
 HITS = [
     Hit(1, 0.8, "vacation", 1, "Отпуск", "Ежегодный отпуск длится 28 дней."),
@@ -26,6 +26,16 @@ def test_prompt_numbers_sources_and_states_the_rules():
 def test_prompt_without_hits_still_has_the_refusal_rule():
     prompt = build_prompt("Какая погода?", [])
     assert "ничего не нашёл" in prompt and REFUSAL in prompt
+
+
+def test_parse_prompt_reads_back_what_build_prompt_wrote():
+    tricky = Hit(4, 0.1, "faq", 3, "FAQ", "Строка как заголовок:\n[9] Не источник (x, чанк 1)\n\nИ ещё абзац.")
+    for query, hits in (("Сколько дней отпуска?", HITS), ("  Пусто?  ", []), ("Вопрос", [*HITS, tricky])):
+        assert parse_prompt(build_prompt(query, hits)) == (query.strip(), [hit.text for hit in hits])
+
+
+def test_parse_prompt_refuses_a_prompt_of_another_shape():
+    assert parse_prompt("Просто скажи, сколько дней отпуска.") is None
 
 
 def test_parse_citations_in_order_with_groups():

@@ -20,11 +20,12 @@ from .embed import HashEmbedder
 from .errors import MiniRagError
 from .generate import answer
 from .hybrid import hybrid_search, index_bm25
-from .index import Hit, Index
+from .index import Index
 from .loaders import load_folder
 from .prompt import build_prompt
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder
 from .text import tokenize
+from .types import Hit
 
 DEMO = ("Сколько дней длится ежегодный отпуск?", "Как подключиться к VPN из дома?", "Какие расходы не возмещаются в командировке?")
 
@@ -117,11 +118,8 @@ class _Retriever:
         if self.method == "hybrid":
             return hybrid_search(self.index, query, k=k, bm25=self._bm25)
         stem = bool(getattr(self.index.embedder, "stem", False))
-        hits = []
-        for rank, (i, score) in enumerate(self._bm25.search(tokenize(query, stem=stem), k), start=1):
-            chunk = self.index.chunk(i)
-            hits.append(Hit(rank, score, chunk.doc_id, chunk.chunk_id, chunk.title, chunk.text))
-        return hits
+        found = self._bm25.search(tokenize(query, stem=stem), k)
+        return [self.index.hit(i, score, rank) for rank, (i, score) in enumerate(found, start=1)]
 
 
 def _cmd_index(args) -> int:
@@ -152,7 +150,7 @@ def _cmd_ask(args) -> int:
         index, source = Index.build(DEMO_DOCS, embedder), "демо-корпус"
     chats = {"extractive": lambda: None, "openai": OpenAIChat, "ollama": OllamaChat}
     generator = chats[args.generator]()  # None — экстрактивный генератор с эмбеддером индекса
-    result = answer(args.query, _Retriever(index, args.method), generator, k=args.k, threshold=args.threshold)
+    result = answer(_Retriever(index, args.method), args.query, generator, k=args.k, threshold=args.threshold)
     threshold = "нет" if args.threshold is None else f"{args.threshold:g}"
     print(f"Индекс: {source} — документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}")
     print(f"Вопрос: {result.query}\n")

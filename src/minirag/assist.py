@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from .errors import MiniRagError
 from .hybrid import rrf
-from .index import Hit, require_k
 from .prompt import REFUSAL
-from .text import require_text, tokenize
+from .text import tokenize
+from .types import Hit, renumber
+from .validate import index_then_query, renamed, require_int, require_k, require_text
 
 HYDE_PROMPT = (
     "Напиши короткий абзац (2–3 предложения), каким мог бы быть ответ на вопрос во внутренних "
@@ -46,7 +47,8 @@ _BULLET_RE = re.compile(r"^\s*(?:[-*•–—]|\d+[.)]|[a-zа-я][.)])\s*", re.I
 class Retrieval:
     """Итог поиска с генератором: чанки, запросы, по которым искали, и был ли откат к обычному поиску.
 
-    Пример: ``hyde("Сколько дней отпуска?", index, OllamaChat()).queries``. Глава 10. От поиска к ответу.
+    Пример: ``hyde(index, "Сколько дней отпуска?", chat).queries`` — абзац, который написала модель.
+    Глава 10. От поиска к ответу.
     """
 
     hits: tuple[Hit, ...]
@@ -72,13 +74,12 @@ class QueryCache:
 
     Отпечатка эмбеддера мало: два корпуса с одним эмбеддером дали бы общий кэш, поэтому в
     ключ входит и хеш матрицы векторов. Старые записи вытесняются после ``maxsize``.
-    Пример: ``cache = QueryCache(); hyde(q, index, chat, cache=cache)``. Глава 10. От поиска к ответу.
+    Пример: ``cache = QueryCache(); hyde(index, q, chat, cache=cache)`` — второй такой вызов модель не зовёт.
+    Глава 10. От поиска к ответу.
     """
 
     def __init__(self, maxsize: int = 1024):
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
-            raise MiniRagError(f"maxsize должен быть целым числом ≥ 1, получено {maxsize!r}.")
-        self.maxsize = maxsize
+        self.maxsize = require_int(maxsize, "maxsize", 1)
         self.hits = self.misses = 0
         self._data: OrderedDict = OrderedDict()
 
@@ -88,12 +89,14 @@ class QueryCache:
     def __repr__(self) -> str:
         return f"QueryCache({len(self)} записей, попаданий {self.hits}, промахов {self.misses})"
 
-    def get_or_compute(self, method: str, query: str, index, compute: Callable[[], object], **params):
+    def get_or_compute(self, method: str, index, query: str, compute: Callable[[], object], **params):
         """Вернуть запомненный результат или посчитать ``compute()`` и запомнить (кроме откатов).
 
-        Пример: ``cache.get_or_compute("search", q, index, lambda: index.search(q, k=3), k=3)``.
+        Старый порядок ``(method, query, index, …)`` тоже работает.
+        Пример: ``QueryCache().get_or_compute("search", index, "отпуск", lambda: "найдено", k=3)`` → ``'найдено'``.
         Глава 10. От поиска к ответу.
         """
+        index, query = index_then_query(index, query)
         key = (method, require_text(query, "Запрос"), _index_digest(index), tuple(sorted(params.items())))
         if key in self._data:
             self.hits += 1
@@ -115,31 +118,29 @@ def _ask(generator, prompt: str) -> str:
     return reply.strip()
 
 
-def _renumber(hits: Sequence[Hit]) -> tuple[Hit, ...]:
-    return tuple(Hit(rank, h.score, h.doc_id, h.chunk_id, h.title, h.text) for rank, h in enumerate(hits, start=1))
-
-
-def _fallback(query, index, k, threshold, reason: str, hits: Sequence[Hit] | None = None,
+def _fallback(index, query, k, threshold, reason: str, hits: Sequence[Hit] | None = None,
               queries: Sequence[str] = ()) -> Retrieval:
     if hits is None:
         hits = index.search(query, k=k, threshold=threshold)
-    return Retrieval(_renumber(hits), tuple(queries) or (query,), True, reason)
+    return Retrieval(tuple(renumber(hits)), tuple(queries) or (query,), True, reason)
 
 
-def _cached(cache, method, query, index, generator, compute, **params):
+def _cached(cache, method, index, query, generator, compute, **params):
     if cache is None:
         return compute()
-    return cache.get_or_compute(method, query, index, compute, generator=repr(generator), **params)
+    return cache.get_or_compute(method, index, query, compute, generator=repr(generator), **params)
 
 
-def hyde(query: str, index, generator, k: int = 3, threshold: float | None = None, *,
+def hyde(index, query: str, generator, k: int = 3, threshold: float | None = None, *,
          cache: QueryCache | None = None) -> Retrieval:
     """HyDE: генератор пишет гипотетический ответ, и поиск идёт по его эмбеддингу, а не по вопросу.
 
     Гипотетический ответ похож на документ больше, чем короткий вопрос; его факты могут быть
-    выдуманы, но ищем мы по словам и смыслу, а не верим им.
-    Пример: ``hyde("Сколько дней отпуска?", index, OllamaChat()).hits``. Глава 10. От поиска к ответу.
+    выдуманы, но ищем мы по словам и смыслу, а не верим им. Старый порядок ``(query, index, …)``
+    тоже работает. Пример: ``hyde(index, "Сколько дней отпуска?", OllamaChat()).hits``.
+    Глава 10. От поиска к ответу.
     """
+    index, query = index_then_query(index, query)
     require_text(query, "Запрос")
     require_k(k)
 
@@ -147,12 +148,12 @@ def hyde(query: str, index, generator, k: int = 3, threshold: float | None = Non
         try:
             hypothetical = _ask(generator, HYDE_PROMPT.format(query=query.strip()))
         except Exception as exc:  # noqa: BLE001 — любая ошибка генератора ведёт к обычному поиску
-            return _fallback(query, index, k, threshold, f"{type(generator).__name__}: {exc}")
+            return _fallback(index, query, k, threshold, f"{type(generator).__name__}: {exc}")
         if not tokenize(hypothetical) or REFUSAL.rstrip(".").lower() in hypothetical.lower():
-            return _fallback(query, index, k, threshold, "генератор не написал гипотетический ответ")
-        return Retrieval(_renumber(index.search(hypothetical, k=k, threshold=threshold)), (hypothetical,))
+            return _fallback(index, query, k, threshold, "генератор не написал гипотетический ответ")
+        return Retrieval(tuple(renumber(index.search(hypothetical, k=k, threshold=threshold))), (hypothetical,))
 
-    return _cached(cache, "hyde", query, index, generator, compute, k=k, threshold=threshold)
+    return _cached(cache, "hyde", index, query, generator, compute, k=k, threshold=threshold)
 
 
 def expand_query(query: str, generator, n: int = 3) -> list[str]:
@@ -162,7 +163,7 @@ def expand_query(query: str, generator, n: int = 3) -> list[str]:
     Глава 10. От поиска к ответу.
     """
     require_text(query, "Запрос")
-    require_k(n)
+    require_int(n, "n", 1, "Это сколько переформулировок попросить, например n=3.")
     reply = _ask(generator, EXPAND_PROMPT.format(n=n, query=query.strip()))
     variants = [query.strip()]
     for line in reply.splitlines():
@@ -172,66 +173,74 @@ def expand_query(query: str, generator, n: int = 3) -> list[str]:
     return variants[: n + 1]
 
 
-def expanded_search(query: str, index, generator, k: int = 3, threshold: float | None = None, *, n: int = 3,
-                    candidates: int = 10, rrf_k: float = 60, cache: QueryCache | None = None) -> Retrieval:
+def expanded_search(index, query: str, generator, k: int = 3, threshold: float | None = None, *, n: int = 3,
+                    candidates: int = 10, rank_constant: float = 60, cache: QueryCache | None = None,
+                    rrf_k: float | None = None) -> Retrieval:
     """Поиск по запросу и его переформулировкам: лучшие ``candidates`` каждого, слитые RRF, top-k.
 
-    Порог отсекает кандидатов каждого запроса по косинусу; ``score`` результата — оценка RRF.
-    Пример: ``expanded_search("ДМС", index, chat, k=3).hits``. Глава 10. От поиска к ответу.
+    Порог отсекает кандидатов каждого запроса по косинусу; ``score`` результата — оценка RRF
+    с константой ``rank_constant`` (``rrf_k`` — её старое имя). Старый порядок
+    ``(query, index, …)`` тоже работает. Пример: ``expanded_search(index, "ДМС", chat, k=3).hits``.
+    Глава 10. От поиска к ответу.
     """
+    index, query = index_then_query(index, query)
     require_text(query, "Запрос")
     k = require_k(k)
-    candidates = max(require_k(candidates), k)
+    candidates = max(require_int(candidates, "candidates", 1), k)
+    rank_constant = renamed(rank_constant, rrf_k, default=60, name="rank_constant", old_name="rrf_k")
 
     def compute() -> Retrieval:
         try:
             queries = expand_query(query, generator, n)
         except Exception as exc:  # noqa: BLE001
-            return _fallback(query, index, k, threshold, f"{type(generator).__name__}: {exc}")
-        chunks = {}
+            return _fallback(index, query, k, threshold, f"{type(generator).__name__}: {exc}")
+        found = {}
         rankings = []
         for hits in index.search_many(queries, k=candidates, threshold=threshold):
-            rankings.append([(h.doc_id, h.chunk_id) for h in hits])
-            chunks.update({(h.doc_id, h.chunk_id): h for h in hits})
-        fused = [Hit(0, score, *key, chunks[key].title, chunks[key].text) for key, score in rrf(rankings, k=rrf_k)]
-        return Retrieval(_renumber(fused[:k]), tuple(queries))
+            rankings.append([h.key for h in hits])
+            found.update({h.key: h for h in hits})
+        fused = rrf(rankings, rank_constant)[:k]
+        return Retrieval(tuple(renumber([found[key] for key, _ in fused], [score for _, score in fused])),
+                         tuple(queries))
 
-    return _cached(cache, "expanded", query, index, generator, compute, k=k, threshold=threshold, n=n,
-                   candidates=candidates, rrf_k=rrf_k)
+    return _cached(cache, "expanded", index, query, generator, compute, k=k, threshold=threshold, n=n,
+                   candidates=candidates, rank_constant=rank_constant)
 
 
-def iterative_search(query: str, index, generator, k: int = 3, threshold: float | None = None, *,
+def iterative_search(index, query: str, generator, k: int = 3, threshold: float | None = None, *,
                      max_rounds: int = 3, cache: QueryCache | None = None) -> Retrieval:
     """Итеративный поиск: найти k чанков, спросить генератор, чего не хватает, искать снова.
 
     Останавливается, когда генератор ответил ``ГОТОВО``, повторил запрос, новых чанков не
     нашлось или сделано ``max_rounds`` поисков. Чанки копятся без повторов в порядке
-    находки. Пример: ``iterative_search("Кто согласует отпуск и когда?", index, chat).queries``.
+    находки. Старый порядок ``(query, index, …)`` тоже работает.
+    Пример: ``iterative_search(index, "Кто согласует отпуск и когда?", chat).queries``.
     Глава 10. От поиска к ответу.
     """
+    index, query = index_then_query(index, query)
     require_text(query, "Запрос")
     require_k(k)
-    require_k(max_rounds)
+    require_int(max_rounds, "max_rounds", 1)
 
     def compute() -> Retrieval:
         queries = [query]
-        found = {(h.doc_id, h.chunk_id): h for h in index.search(query, k=k, threshold=threshold)}
+        found = {h.key: h for h in index.search(query, k=k, threshold=threshold)}
         for _ in range(max_rounds - 1):
             context = "\n".join(f"[{n}] {h.text}" for n, h in enumerate(found.values(), start=1)) or "(ничего)"
             try:
                 reply = _ask(generator, MISSING_PROMPT.format(context=context, query=query.strip()))
             except Exception as exc:  # noqa: BLE001 — найденное до сбоя не теряем
-                return _fallback(query, index, k, threshold, f"{type(generator).__name__}: {exc}",
+                return _fallback(index, query, k, threshold, f"{type(generator).__name__}: {exc}",
                                  list(found.values()), queries)
             lines = [line.strip().strip("\"'«»“”").strip() for line in reply.splitlines() if tokenize(line)]
             if not lines or DONE.lower() in reply.lower() or lines[0].casefold() in {q.casefold() for q in queries}:
                 break
             queries.append(lines[0])
-            new = [h for h in index.search(lines[0], k=k, threshold=threshold) if (h.doc_id, h.chunk_id) not in found]
+            new = [h for h in index.search(lines[0], k=k, threshold=threshold) if h.key not in found]
             if not new:
                 break
-            found.update({(h.doc_id, h.chunk_id): h for h in new})
-        return Retrieval(_renumber(list(found.values())), tuple(queries))
+            found.update({h.key: h for h in new})
+        return Retrieval(tuple(renumber(found.values())), tuple(queries))
 
-    return _cached(cache, "iterative", query, index, generator, compute, k=k, threshold=threshold,
+    return _cached(cache, "iterative", index, query, generator, compute, k=k, threshold=threshold,
                    max_rounds=max_rounds)

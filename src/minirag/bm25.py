@@ -21,37 +21,23 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from .errors import MiniRagError
-from .index import require_k, top_k
+from .topk import top_k
+from .validate import require_choice, require_k, require_number, require_tokens
 
 VARIANTS = ("lucene", "okapi")
 OKAPI_EPSILON = 0.25  # как epsilon в rank_bm25.BM25Okapi: пол для отрицательного idf
 
 
-def _require_tokens(tokens: object, what: str) -> list[str]:
-    if isinstance(tokens, str) or not isinstance(tokens, Sequence) or not all(isinstance(t, str) for t in tokens):
-        raise MiniRagError(
-            f"{what} должен быть списком токенов (list[str]), а получено {type(tokens).__name__}: {tokens!r:.60}. "
-            f"Разбей текст на токены: tokenize(text)."
-        )
-    return list(tokens)
-
-
-def _require_number(value: object, name: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise MiniRagError(f"{name} должен быть числом от {low} до {high}, получено {value!r}. Обычно k1=1.5, b=0.75.")
-    return float(value)
-
-
 class BM25:
     """Индекс BM25 над токенами документов: ``scores(query_tokens)`` и ``search(query_tokens, k)``.
 
-    Пример: ``BM25([tokenize(t) for t in texts]).search(tokenize("отпуск"), k=3)``.
+    Пример: ``BM25([tokenize("отпуск летом"), tokenize("пропуск в офис")]).search(tokenize("отпуск"))``
+    → ``[(0, 0.3046…)]``.
     Глава 9. За пределами косинуса.
     """
 
@@ -60,12 +46,10 @@ class BM25:
         if isinstance(corpus_tokens, str) or not isinstance(corpus_tokens, Sequence):
             raise MiniRagError("corpus_tokens должен быть списком документов, каждый — список токенов: "
                                "[tokenize(text) for text in texts].")
-        docs = [_require_tokens(doc, f"Документ №{i}") for i, doc in enumerate(corpus_tokens)]
-        if variant not in VARIANTS:
-            raise MiniRagError(f"variant должен быть одним из {VARIANTS}, получено {variant!r}.")
-        self.k1 = _require_number(k1, "k1", 0.0, math.inf)
-        self.b = _require_number(b, "b", 0.0, 1.0)
-        self.variant = variant
+        docs = [require_tokens(doc, f"Документ №{i}") for i, doc in enumerate(corpus_tokens)]
+        self.variant = require_choice(variant, "variant", VARIANTS)
+        self.k1 = require_number(k1, "k1", 0.0, hint="Обычно k1=1.5, b=0.75.")
+        self.b = require_number(b, "b", 0.0, 1.0, hint="Обычно k1=1.5, b=0.75.")
         if not docs:
             raise MiniRagError("Корпус пуст: передай в BM25 хотя бы один документ (список токенов).")
         lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
@@ -107,7 +91,7 @@ class BM25:
 
     def _postings(self, query_tokens) -> tuple[np.ndarray, np.ndarray]:
         """Склеенные постинги слов запроса: номера документов и готовые оценки."""
-        tokens = _require_tokens(query_tokens, "Запрос")
+        tokens = require_tokens(query_tokens, "Запрос")
         spans = [(self._indptr[i], self._indptr[i + 1]) for i in (self.vocab.get(t) for t in tokens) if i is not None]
         if not spans:
             return np.empty(0, dtype=np.int64), np.empty(0)
@@ -118,7 +102,7 @@ class BM25:
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """Оценка BM25 каждого документа (float64, по порядку корпуса); слово вне словаря даёт 0.
 
-        Пример: ``BM25([["кот"], ["пёс"]]).scores(["кот"])`` → ``array([0.2773, 0.])``.
+        Пример: ``BM25([["кот"], ["пёс"]]).scores(["кот"]).round(4)`` → ``array([0.2773, 0.])``.
         Глава 9. За пределами косинуса.
         """
         docs, weights = self._postings(query_tokens)
@@ -128,7 +112,7 @@ class BM25:
         """Лучшие k документов как пары (номер документа, оценка) — только те, где есть слово запроса.
 
         Считаются лишь документы из постингов запроса; при равной оценке раньше меньший номер.
-        Пример: ``BM25([["кот"], ["пёс"]]).search(["кот"], k=3)`` → ``[(0, 0.2773)]``.
+        Пример: ``BM25([["кот"], ["пёс"]]).search(["кот"], k=3)`` → ``[(0, 0.2772…)]``.
         Глава 9. За пределами косинуса.
         """
         docs, weights = self._postings(query_tokens)

@@ -12,15 +12,10 @@ from __future__ import annotations
 import re
 
 from .errors import MiniRagError
-from .text import require_text, split_sentences
+from .text import split_sentences
+from .validate import require_int, require_text
 
 _WORD_RE = re.compile(r"\S+")
-
-
-def _require_int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise MiniRagError(f"{name} должен быть целым числом ≥ {minimum}, получено {value!r}.")
-    return value
 
 
 def _pieces(text: str, max_chars: int) -> list[tuple[int, int]]:
@@ -60,8 +55,8 @@ def chunk_spans(text: str, max_chars: int = 220, overlap: int = 0) -> list[tuple
     Глава 4. Чанкинг.
     """
     require_text(text)
-    _require_int(max_chars, "max_chars", 1)
-    _require_int(overlap, "overlap", 0)
+    max_chars = require_int(max_chars, "max_chars", 1)
+    overlap = require_int(overlap, "overlap", 0)
     if overlap >= max_chars:
         raise MiniRagError(
             f"overlap ({overlap}) должен быть меньше max_chars ({max_chars}): иначе чанк "

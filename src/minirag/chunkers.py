@@ -24,7 +24,8 @@ import numpy as np
 from .chunk import chunk_spans
 from .embed import Embedder, HashEmbedder
 from .errors import MiniRagError
-from .text import require_text, split_sentences
+from .text import split_sentences
+from .validate import require_int, require_number, require_text
 from .vectors import l2_normalize
 
 
@@ -42,11 +43,12 @@ def semantic_chunks(text: str, embedder: Embedder | None = None, *, quantile: fl
 
     По умолчанию квантиль 0.25 (нижний квартиль) и ``HashEmbedder()``; другой эмбеддер —
     через ``functools.partial(semantic_chunks, embedder=...)``. Кусок — подстрока текста.
-    Пример: ``Index.build(docs, chunker=semantic_chunks)``. Глава 9. За пределами косинуса.
+    Пример: ``semantic_chunks("Кот спит на диване. Кот ест рыбу. Поезд едет быстро. Поезд опоздал.")``
+    → ``['Кот спит на диване. Кот ест рыбу.', 'Поезд едет быстро. Поезд опоздал.']``;
+    в индексе — ``Index.build(DEMO_DOCS, chunker=semantic_chunks)``. Глава 9. За пределами косинуса.
     """
     require_text(text)
-    if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0 <= quantile <= 1:
-        raise MiniRagError(f"quantile должен быть числом от 0 до 1, получено {quantile!r}. Нижний квартиль — 0.25.")
+    quantile = require_number(quantile, "quantile", 0, 1, "Нижний квартиль — 0.25.")
     spans = _sentence_spans(text)
     if len(spans) < 3:  # одна соседняя пара — не с чем сравнить
         return [text[spans[0][0] : spans[-1][1]]] if spans else []
@@ -137,12 +139,12 @@ def table_chunks(text: str, *, rows_per_chunk: int = 5, max_chars: int = 220) ->
     одинаковым числом ``\\t``, ``;`` или ``,``: это эвристика). Ограничение: кусок с
     повторённой шапкой — не подстрока документа, поэтому в ``Index.build`` этот чанкер
     не подключается; эмбеддь ``[c.text for c in table_chunks(text)]`` сам.
-    Пример: ``[c.text for c in table_chunks(text, rows_per_chunk=5)]``.
+    Пример: ``[c.text for c in table_chunks("Цены.\\n| товар | цена |\\n|---|---|\\n| чай | 50 |", rows_per_chunk=5)]``
+    → ``['Цены.', '| товар | цена |\\n|---|---|\\n| чай | 50 |']``.
     Глава 9. За пределами косинуса.
     """
     require_text(text)
-    if isinstance(rows_per_chunk, bool) or not isinstance(rows_per_chunk, int) or rows_per_chunk < 1:
-        raise MiniRagError(f"rows_per_chunk должен быть целым числом ≥ 1, получено {rows_per_chunk!r}.")
+    rows_per_chunk = require_int(rows_per_chunk, "rows_per_chunk", 1)
     lines = text.splitlines(keepends=True)
     offset = np.concatenate([[0], np.cumsum([len(line) for line in lines])]).tolist()
     chunks: list[TableChunk] = []

@@ -15,7 +15,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .errors import MiniRagError
-from .text import require_text, tokenize
+from .text import tokenize
+from .validate import require_int, require_text
 
 _OFFSETS = (0, 2, 4, 6)
 
@@ -69,8 +70,7 @@ class HashEmbedder:
     """
 
     def __init__(self, dim: int = 96, *, stem: bool = False, char_ngrams: tuple[int, int] | None = None):
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise MiniRagError(f"dim должен быть целым числом ≥ 1, получено {dim!r}. Возьми, например, dim=96.")
+        dim = require_int(dim, "dim", 1, "Возьми, например, dim=96.")
         if char_ngrams is not None:
             ok = (
                 isinstance(char_ngrams, (tuple, list))
@@ -140,7 +140,7 @@ class HashEmbedder:
         return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
     def embed_one(self, text: str) -> np.ndarray:
-        """Вектор одного текста, форма (dim,). Пример: ``HashEmbedder().embed_one("")`` → нули.
+        """Вектор одного текста, форма (dim,). Пример: ``HashEmbedder().embed_one("").any()`` → ``False`` (нули).
 
         Глава 1. Эмбеддинги.
         """

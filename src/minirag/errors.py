@@ -11,7 +11,7 @@
 class MiniRagError(ValueError):
     """Неверный вход или состояние: сообщение объясняет, что исправить.
 
-    Пример: ``raise MiniRagError("k должно быть ≥ 1, получено 0")``.
+    Пример: ``isinstance(MiniRagError("k должен быть ≥ 1, получено 0"), ValueError)`` → ``True``.
     Глава 0. Введение.
     """
 
@@ -22,6 +22,6 @@ class EmbedderMismatchError(MiniRagError):
     Правило курса: индекс и запрос живут в одном пространстве. Вектора разных
     эмбеддеров несравнимы, поэтому поиск с чужим эмбеддером — ошибка, а не
     «просто плохие результаты».
-    Пример: ``Index.load(path, HashEmbedder(dim=64))`` для индекса с dim=96.
+    Пример: ``Index.load("demo.minirag", HashEmbedder(dim=64))`` → ``EmbedderMismatchError`` (индекс построен с dim=96).
     Глава 1. Эмбеддинги.
     """

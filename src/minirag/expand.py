@@ -2,7 +2,7 @@
 
 ``expand_neighbors`` добавляет к каждому найденному чанку соседей по документу
 (chunk_id − 1, − 2, … и + 1, + 2, …), пока их косинус с найденным чанком (или с запросом)
-не ниже порога ``floor``: мысль, разрезанная чанкингом, собирается обратно.
+не ниже порога ``threshold``: мысль, разрезанная чанкингом, собирается обратно.
 ``hierarchical_search`` сначала выбирает лучшие документы по вектору документа
 (нормированное среднее векторов его чанков), потом лучшие чанки только внутри них.
 Модуль не склеивает тексты соседей в один: каждый чанк остаётся отдельным ``Hit`` со своим
@@ -11,38 +11,36 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from .errors import MiniRagError
-from .index import Hit, Index, require_hits, require_index, require_k, top_k
+from .index import Index, require_index
+from .topk import SCORE_TOLERANCE, top_k
+from .types import Hit, renumber
+from .validate import renamed, require_choice, require_hits, require_int, require_k, require_number
 from .vectors import l2_normalize
 
 
-def _hit_at(index: Index, position: int, score: float, rank: int = 0) -> Hit:
-    chunk = index.chunk(position)
-    return Hit(rank, score, chunk.doc_id, chunk.chunk_id, chunk.title, chunk.text)
-
-
-def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, floor: float = 0.3,
-                     against: str = "hit", max_steps: int = 2) -> list[Hit]:
-    """Добавить к каждому найденному чанку соседей того же документа, пока их косинус ≥ floor.
+def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, threshold: float = 0.3,
+                     against: str = "hit", max_steps: int = 2, floor: float | None = None) -> list[Hit]:
+    """Добавить к каждому найденному чанку соседей того же документа, пока их косинус ≥ threshold.
 
     Косинус считается с найденным чанком (``against="hit"``) или с запросом
     (``against="query"``); в каждую сторону не больше ``max_steps`` соседей, и шаг
-    останавливается на первом соседе ниже порога. Результат: для каждого найденного —
-    его соседи слева, он сам, соседи справа (в порядке документа), без повторов;
-    ``score`` соседа — его косинус с запросом. Пример:
-    ``expand_neighbors(index, "отпуск", index.search("отпуск", k=2), floor=0.3)``.
+    останавливается на первом соседе ниже порога (порог — как в ``top_k``, с допуском
+    ``SCORE_TOLERANCE``). Результат: для каждого найденного — его соседи слева, он сам, соседи
+    справа (в порядке документа), без повторов; ``score`` соседа — его косинус с запросом.
+    ``floor`` — старое имя ``threshold``. Пример:
+    ``[h.key for h in expand_neighbors(index, "отпуск", index.search("отпуск", k=1), threshold=0.0)]``
+    → ``[('vacation-annual', 1), ('vacation-annual', 2), ('vacation-annual', 3)]``.
     Глава 9. За пределами косинуса.
     """
-    if against not in ("hit", "query"):
-        raise MiniRagError(f"against должен быть 'hit' или 'query', получено {against!r}.")
-    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor):
-        raise MiniRagError(f"floor должен быть числом (косинус от −1 до 1), получено {floor!r}.")
-    max_steps = require_k(max_steps)
+    require_choice(against, "against", ("hit", "query"))
+    threshold = renamed(threshold, floor, default=0.3, name="threshold", old_name="floor")
+    threshold = require_number(threshold, "threshold", hint="Это косинус: число от −1 до 1.")
+    max_steps = require_int(max_steps, "max_steps", 1)
     require_index(index)
     hits = require_hits(hits)
     scores = index.scores(query)
@@ -60,16 +58,16 @@ def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, floor: fl
                 if j is None:  # край документа
                     break
                 similarity = float(scores[j]) if against == "query" else float(vectors[j] @ vectors[center])
-                if similarity < floor:
+                if similarity < threshold - SCORE_TOLERANCE:
                     break
                 block[step].append(j)
-        group = [_hit_at(index, j, float(scores[j])) for j in reversed(block[-1])] + [hit]
-        group += [_hit_at(index, j, float(scores[j])) for j in block[1]]
+        group = [index.hit(j, scores[j]) for j in reversed(block[-1])] + [hit]
+        group += [index.hit(j, scores[j]) for j in block[1]]
         for h in group:
-            if (h.doc_id, h.chunk_id) not in seen:
-                seen.add((h.doc_id, h.chunk_id))
+            if h.key not in seen:
+                seen.add(h.key)
                 result.append(h)
-    return [Hit(rank, h.score, h.doc_id, h.chunk_id, h.title, h.text) for rank, h in enumerate(result, start=1)]
+    return renumber(result)
 
 
 def _row(index: Index, doc_id: str, chunk_id: int) -> int | None:
@@ -83,7 +81,7 @@ def _row(index: Index, doc_id: str, chunk_id: int) -> int | None:
 def doc_vectors(index: Index) -> np.ndarray:
     """Вектор каждого документа (по порядку ``index.docs``): нормированное среднее векторов его чанков.
 
-    Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), dim)``. Глава 9. За пределами косинуса.
+    Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), 96)``. Глава 9. За пределами косинуса.
     """
     rows = require_index(index).doc_rows
     sums = np.zeros((len(index.docs), index.vectors.shape[1]))
@@ -94,14 +92,15 @@ def doc_vectors(index: Index) -> np.ndarray:
 def hierarchical_search(index: Index, query: str, k: int = 3, *, n_docs: int = 2) -> list[Hit]:
     """Сначала ``n_docs`` лучших документов по косинусу с вектором документа, затем k лучших чанков в них.
 
-    ``score`` — косинус чанка с запросом. Пример: ``hierarchical_search(index, "отпуск", k=3, n_docs=2)``.
+    ``score`` — косинус чанка с запросом. Пример: ``[h.key for h in hierarchical_search(index, q, k=2, n_docs=1)]``
+    → ``[('vacation-annual', 1), ('vacation-annual', 3)]``.
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    n_docs = require_k(n_docs)
+    n_docs = require_int(n_docs, "n_docs", 1, "Это сколько лучших документов просмотреть, например n_docs=2.")
     query_vector = require_index(index).query_vector(query)  # проверяет запрос и эмбеддер
     scores = index.vectors @ query_vector
     best_docs = top_k(doc_vectors(index) @ query_vector, n_docs)
     inside = np.flatnonzero(np.isin(index.doc_rows, best_docs))
-    return [_hit_at(index, int(inside[i]), float(scores[inside[i]]), rank)
+    return [index.hit(int(inside[i]), scores[inside[i]], rank)
             for rank, i in enumerate(top_k(scores[inside], k), start=1)]

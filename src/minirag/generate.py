@@ -20,23 +20,21 @@ import numpy as np
 
 from .embed import Embedder, HashEmbedder
 from .errors import MiniRagError
-from .index import Hit, require_hits
-from .prompt import REFUSAL, CitationReport, build_prompt, check_citations
-from .text import require_text, split_sentences, tokenize
+from .prompt import CITATION_RE, REFUSAL, CitationReport, build_prompt, check_citations, parse_prompt
+from .text import split_sentences, tokenize
+from .types import Hit
+from .validate import index_then_query, renamed, require_hits, require_int, require_number, require_text
 
-# Заголовок источника в промпте build_prompt: «[n] title (doc_id, чанк chunk_id)».
-_SOURCE_RE = re.compile(r"^\[(\d+)\] .*, чанк \d+\)$", re.MULTILINE)
-_CONTEXT, _QUESTION, _ANSWER = "\n\nКонтекст:\n", "\n\nВопрос: ", "\nОтвет:"
 # Конец предложения: знаки .!?… и, возможно, закрывающие кавычки или скобки после них.
 _TAIL_RE = re.compile(r"[.!?…]+[»\"')\]]*$")
-_BRACKETED_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 @runtime_checkable
 class Generator(Protocol):
     """Всё, что по промпту пишет ответ: ``generate(prompt) -> str``.
 
-    Пример: ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 10. От поиска к ответу.
+    Пример: ``isinstance(ExtractiveGenerator(), Generator)`` → ``True``; модель —
+    ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 10. От поиска к ответу.
     """
 
     def generate(self, prompt: str) -> str: ...
@@ -46,7 +44,7 @@ def _quote(sentence: str, n: int) -> str:
     """Предложение с цитатой [n] перед последним знаком препинания: «Отпуск 28 дней [1].»."""
     sentence = " ".join(sentence.split())
     # номера в квадратных скобках внутри цитаты — не наши ссылки: делаем их круглыми
-    sentence = _BRACKETED_RE.sub(r"(\1)", sentence)
+    sentence = CITATION_RE.sub(r"(\1)", sentence)
     tail = _TAIL_RE.search(sentence)
     if tail is None:
         return f"{sentence} [{n}]."
@@ -58,23 +56,29 @@ class ExtractiveGenerator:
 
     Каждое предложение чанка сравнивается с вопросом косинусом (эмбеддером ``embedder``,
     по умолчанию ``HashEmbedder()``); в ответ идут до ``max_sentences`` лучших с оценкой
-    выше ``min_score``, каждое — с номером своего источника. Нечего цитировать — ответ
-    ``REFUSAL``. Почему так устроен вход: протокол даёт генератору только промпт, и этот
-    генератор читает его честно, как модель, — ``generate(prompt)`` достаёт вопрос и
-    пронумерованные источники из промпта ``build_prompt``; ``answer_from(query, hits)``
-    делает то же прямо по найденным чанкам. Детерминирован: тот же вход — тот же ответ.
-    Пример: ``ExtractiveGenerator().answer_from("Сколько дней отпуска?", hits)``.
+    строго выше ``threshold`` (при пороге 0 предложение без общих с вопросом слов не
+    цитируется), каждое — с номером своего источника; ``min_score`` — старое имя
+    ``threshold``. Нечего цитировать — ответ ``REFUSAL``. Почему так устроен вход: протокол
+    даёт генератору только промпт, и этот генератор читает его честно, как модель, —
+    ``generate(prompt)`` достаёт вопрос и источники через ``parse_prompt``;
+    ``answer_from(query, hits)`` делает то же прямо по найденным чанкам. Детерминирован:
+    тот же вход — тот же ответ.
+    Пример: ``ExtractiveGenerator(max_sentences=1).answer_from("Сколько дней отпуска?", hits)``
+    → ``'Продолжительность ежегодного оплачиваемого отпуска — 28 календарных дней [1].'``.
     Глава 10. От поиска к ответу.
     """
 
-    def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = 2, min_score: float = 0.0):
-        if isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1:
-            raise MiniRagError(f"max_sentences должен быть целым числом ≥ 1, получено {max_sentences!r}.")
-        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
-            raise MiniRagError(f"min_score должен быть числом (косинус от -1 до 1), получено {min_score!r}.")
+    def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = 2, threshold: float = 0.0,
+                 min_score: float | None = None):
         self.embedder = embedder if embedder is not None else HashEmbedder()
-        self.max_sentences = max_sentences
-        self.min_score = float(min_score)
+        self.max_sentences = require_int(max_sentences, "max_sentences", 1)
+        threshold = renamed(threshold, min_score, default=0.0, name="threshold", old_name="min_score")
+        self.threshold = require_number(threshold, "threshold", hint="Это косинус: число от -1 до 1.")
+
+    @property
+    def min_score(self) -> float:
+        """Старое имя ``threshold``."""
+        return self.threshold
 
     def __repr__(self) -> str:
         return f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences})"
@@ -92,7 +96,7 @@ class ExtractiveGenerator:
         vectors = np.asarray(self.embedder.embed([query, *(sentence for _, sentence in found)]), dtype=np.float64)
         scores = vectors[1:] @ vectors[0]
         order = sorted(range(len(found)), key=lambda i: (-scores[i], i))  # при равенстве — порядок источников
-        chosen = [i for i in order if scores[i] > self.min_score][: self.max_sentences]
+        chosen = [i for i in order if scores[i] > self.threshold][: self.max_sentences]
         if not chosen:
             return REFUSAL
         return " ".join(_quote(found[i][1], found[i][0]) for i in chosen)
@@ -100,7 +104,7 @@ class ExtractiveGenerator:
     def answer_from(self, query: str, hits: Sequence[Hit]) -> str:
         """Ответ по найденным чанкам: лучшие предложения, у каждого ссылка [n] на его чанк.
 
-        Пример: ``ExtractiveGenerator().answer_from("Сколько дней отпуска?", index.search(q))``.
+        Пример: ``ExtractiveGenerator().answer_from(q, index.search(q)).endswith("[2].")`` → ``True``.
         Глава 10. От поиска к ответу.
         """
         require_text(query, "Вопрос")
@@ -110,24 +114,15 @@ class ExtractiveGenerator:
         """Ответ по промпту ``build_prompt``: вопрос и источники [1]…[k] берутся из его текста.
 
         В промпте другого вида нет пронумерованных источников — тогда ответ ``REFUSAL``.
-        Пример: ``ExtractiveGenerator().generate(build_prompt(query, hits))``.
+        Пример: ``ExtractiveGenerator().generate(build_prompt(q, hits)) == ExtractiveGenerator().answer_from(q, hits)``
+        → ``True``.
         Глава 10. От поиска к ответу.
         """
-        require_text(prompt, "Промпт")
-        start, end = prompt.find(_CONTEXT), prompt.rfind(_QUESTION)
-        if start < 0 or end < start:
+        parsed = parse_prompt(prompt)
+        if parsed is None:
             return REFUSAL
-        context = prompt[start + len(_CONTEXT) : end]
-        query = prompt[end + len(_QUESTION) :].removesuffix(_ANSWER)
-        headers = []
-        for match in _SOURCE_RE.finditer(context):  # номера идут подряд: строку текста, похожую
-            if int(match.group(1)) == len(headers) + 1:  # на заголовок, не примем за источник
-                headers.append(match)
-        sources = [
-            (n, context[m.end() : headers[n].start() if n < len(headers) else len(context)])
-            for n, m in enumerate(headers, start=1)
-        ]
-        return self._compose(query, sources)
+        query, texts = parsed
+        return self._compose(query, list(enumerate(texts, start=1)))
 
 
 @dataclass(frozen=True)
@@ -136,7 +131,7 @@ class Answer:
 
     ``fallback=True`` — генератор не ответил, и ``text`` — запасной экстрактивный ответ по тем
     же чанкам; ``reason`` объясняет, что случилось (или почему ответ — отказ).
-    Пример: ``answer(query, index).citations.ok`` → ``True``. Глава 10. От поиска к ответу.
+    Пример: ``answer(index, query).citations.ok`` → ``True``. Глава 10. От поиска к ответу.
     """
 
     query: str
@@ -169,18 +164,23 @@ def _generators(generator, index) -> list:
     return generators
 
 
-def answer(query: str, index, generator=None, k: int = 3, threshold: float | None = None) -> Answer:
+def answer(index, query: str, generator=None, k: int = 3, threshold: float | None = None) -> Answer:
     """Найти k чанков, собрать промпт, получить ответ генератора и проверить его цитаты.
 
     ``generator`` — один генератор или список: они пробуются по очереди до первого ответа.
     Если не ответил ни один (сеть, таймаут, ошибка), ``answer`` не бросает исключение, а
     возвращает ``Answer(fallback=True)`` с экстрактивным ответом по найденному и причиной.
     Ничего не прошло порог — генератор не зовётся, ответ ``REFUSAL``. ``index`` — всё, у
-    чего есть ``search(query, k=, threshold=)``.
-    Пример: ``print(answer("Сколько дней отпуска?", index, OllamaChat(), k=3))``.
+    чего есть ``search(query, k=, threshold=)``; старый порядок ``(query, index, …)`` тоже работает.
+    Пример: ``answer(index, "Сколько стоит обед в столовой?", threshold=0.5).text`` → ``'В контексте ответа нет.'``;
+    с моделью — ``print(answer(index, "Сколько дней отпуска?", OllamaChat(), k=3))``.
     Глава 10. От поиска к ответу.
     """
+    index, query = index_then_query(index, query)
     require_text(query, "Вопрос")
+    if not callable(getattr(index, "search", None)):
+        raise MiniRagError(f"index должен уметь search(query, k=, threshold=), а {type(index).__name__} не умеет: "
+                           f"построй его через Index.build(docs).")
     generators = _generators(generator, index)
     hits = tuple(index.search(query, k=k, threshold=threshold))
     prompt = build_prompt(query, hits)

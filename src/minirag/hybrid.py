@@ -2,41 +2,44 @@
 
 Косинус ловит смысл (насколько его видит эмбеддер), BM25 — точные слова. Их оценки
 несравнимы (косинус от −1 до 1, BM25 от 0 до ∞), поэтому сливаются не оценки, а места:
-reciprocal rank fusion (RRF). Чанки двух списков сопоставляются по имени
-(doc_id, chunk_id), а не по позиции в списке. Фраза в кавычках или номер «№ 8821» в запросе
+reciprocal rank fusion (RRF), с константой ``rank_constant`` (так её зовёт и Elasticsearch).
+Чанки двух списков сопоставляются по имени (doc_id, chunk_id), а не по позиции в списке. Фраза в кавычках или номер «№ 8821» в запросе
 ставит чанки, где она есть, в начало выдачи. Модуль не обучает веса слияния и не
 нормирует оценки: RRF устроен так, чтобы это было не нужно.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Hashable, Sequence
 
 from .bm25 import BM25
 from .errors import MiniRagError
-from .index import Chunk, Hit, Index, require_hits, require_index, require_k
-from .text import require_text, tokenize
+from .index import Index, require_index
+from .text import tokenize
+from .topk import top_k
+from .types import Hit, renumber
+from .validate import renamed, require_hits, require_int, require_k, require_number, require_text
 
 # «…», "…", “…”, „…“ — фраза; № 8821 (пробел после № не обязателен) — номер.
 _QUOTED_RE = re.compile(r"«([^«»]+)»|\"([^\"]+)\"|“([^”]+)”|„([^“”]+)[“”]")
 _NUMBER_RE = re.compile(r"№\s*([0-9][0-9a-zа-яё/\-]*)", re.IGNORECASE)
 
 
-def rrf(rankings: Sequence[Sequence[Hashable]], k: float = 60) -> list[tuple[Hashable, float]]:
-    """Слить несколько ранжированных списков: оценка = Σ 1/(k + место), место считается с 1.
+def rrf(rankings: Sequence[Sequence[Hashable]], rank_constant: float = 60, *,
+        k: float | None = None) -> list[tuple[Hashable, float]]:
+    """Слить несколько ранжированных списков: оценка = Σ 1/(rank_constant + место), место считается с 1.
 
-    Так в статье Cormack, Clarke, Büttcher (2009), k=60. В версии с местами от 0 первый
-    получает 1/k вместо 1/(k+1) — то же самое, что места с 1 и k−1: порядок почти всегда
-    тот же, числа чуть другие. При равных оценках раньше тот, кто раньше встретился,
-    если читать списки по очереди. Пример: ``rrf([["a", "b"], ["b", "c"]])[0]`` →
-    ``('b', 0.0325…)``. Глава 9. За пределами косинуса.
+    Так в статье Cormack, Clarke, Büttcher (2009), константа 60. В версии с местами от 0 первый
+    получает 1/c вместо 1/(c+1) — то же самое, что места с 1 и константа c−1: порядок почти
+    всегда тот же, числа чуть другие. При равных оценках раньше тот, кто раньше встретился,
+    если читать списки по очереди. ``k`` — старое имя ``rank_constant``.
+    Пример: ``rrf([["a", "b"], ["b", "c"]])[0]`` → ``('b', 0.0325…)``. Глава 9. За пределами косинуса.
     """
     if isinstance(rankings, (str, bytes)) or not isinstance(rankings, Sequence):
         raise MiniRagError("rankings должен быть списком ранжированных списков, например [[\"a\", \"b\"], [\"b\"]].")
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
-        raise MiniRagError(f"k в RRF должен быть числом ≥ 0, получено {k!r}. Обычно берут k=60.")
+    rank_constant = renamed(rank_constant, k, default=60, name="rank_constant", old_name="k")
+    rank_constant = require_number(rank_constant, "rank_constant", 0, hint="Это константа RRF (раньше — k); обычно 60.")
     scores: dict[Hashable, float] = {}
     for n, ranking in enumerate(rankings):
         if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
@@ -44,7 +47,7 @@ def rrf(rankings: Sequence[Sequence[Hashable]], k: float = 60) -> list[tuple[Has
         if len(set(ranking)) != len(ranking):
             raise MiniRagError(f"В списке №{n} есть повторы: у каждого ключа одно место. Убери дубликаты.")
         for rank, key in enumerate(ranking, start=1):
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+            scores[key] = scores.get(key, 0.0) + 1.0 / (rank_constant + rank)
     # sorted устойчив: при равной оценке ключи остаются в порядке первого появления
     return sorted(scores.items(), key=lambda item: -item[1])
 
@@ -58,7 +61,7 @@ def index_bm25(index: Index, *, k1: float = 1.5, b: float = 0.75, variant: str =
     """BM25 над чанками индекса (по порядку матрицы), токены — как у эмбеддера индекса.
 
     Построй один раз и передавай в ``hybrid_search(..., bm25=...)`` для многих запросов.
-    Пример: ``bm25 = index_bm25(index)``. Глава 9. За пределами косинуса.
+    Пример: ``len(index_bm25(index)) == len(index)`` → ``True``. Глава 9. За пределами косинуса.
     """
     require_index(index)
     stem = _stem_of(index)
@@ -91,7 +94,7 @@ def force_exact(index: Index, query: str, hits: Sequence[Hit], k: int = 3) -> li
     токенам подряд без стемминга; просматриваются все чанки индекса (для учебных корпусов
     это быстро). Чанк, которого не было в ``hits``, получает score 0.0: он попал в выдачу
     только по точному совпадению.
-    Пример: ``force_exact(index, "счёт № 8821", index.search("счёт № 8821", k=3), k=3)``.
+    Пример: ``force_exact(index, "шаблон № 8821", index.search("шаблон № 8821", k=3))[0].doc_id`` → ``'vpn-connect'``.
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
@@ -99,46 +102,39 @@ def force_exact(index: Index, query: str, hits: Sequence[Hit], k: int = 3) -> li
     phrases = [tokenize(p) for p in exact_phrases(query)]
     hits = require_hits(hits)
     if phrases:
-        matched = [c for c in index.chunks if any(_contains(tokenize(c.text), p) for p in phrases)]
-        matched_keys = {(c.doc_id, c.chunk_id) for c in matched}
-        known = {(h.doc_id, h.chunk_id) for h in hits}
-        forced = [h for h in hits if (h.doc_id, h.chunk_id) in matched_keys]
-        forced += [Hit(0, 0.0, c.doc_id, c.chunk_id, c.title, c.text) for c in matched
-                   if (c.doc_id, c.chunk_id) not in known]
-        hits = forced + [h for h in hits if (h.doc_id, h.chunk_id) not in matched_keys]
-    return [Hit(rank, h.score, h.doc_id, h.chunk_id, h.title, h.text) for rank, h in enumerate(hits[:k], start=1)]
+        chunks = index.chunks
+        matched = [i for i, c in enumerate(chunks) if any(_contains(tokenize(c.text), p) for p in phrases)]
+        matched_keys = {chunks[i].key for i in matched}
+        known = {h.key for h in hits}
+        forced = [h for h in hits if h.key in matched_keys]
+        forced += [index.hit(i, 0.0) for i in matched if chunks[i].key not in known]
+        hits = forced + [h for h in hits if h.key not in matched_keys]
+    return renumber(hits[:k])
 
 
-def hybrid_search(index: Index, query: str, k: int = 3, *, candidates: int = 20, rrf_k: float = 60,
-                  bm25: BM25 | None = None, exact: bool = True) -> list[Hit]:
-    """Гибридный поиск: лучшие ``candidates`` по косинусу и по BM25, слитые RRF по (doc_id, chunk_id).
+def hybrid_search(index: Index, query: str, k: int = 3, *, candidates: int = 20, rank_constant: float = 60,
+                  bm25: BM25 | None = None, exact: bool = True, rrf_k: float | None = None) -> list[Hit]:
+    """Гибридный поиск: лучшие ``candidates`` по косинусу и по BM25, слитые RRF.
 
-    ``score`` у результата — оценка RRF. ``exact=True`` ставит вперёд чанки с фразой в кавычках
-    или номером из запроса (``force_exact``). ``bm25`` — готовый ``index_bm25(index)``; без него
-    BM25 строится заново при каждом вызове. Пример: ``hybrid_search(index, "приказ № 8821", k=3)``.
+    ``score`` у результата — оценка RRF с константой ``rank_constant`` (``rrf_k`` — её старое
+    имя). ``exact=True`` ставит вперёд чанки с фразой в кавычках или номером из запроса
+    (``force_exact``). ``bm25`` — готовый ``index_bm25(index)``; без него BM25 строится заново
+    при каждом вызове. Пример: ``hybrid_search(index, "Что за шаблон № 8821?", k=3)[0].doc_id`` → ``'vpn-connect'``.
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    n = max(require_k(candidates), k)
+    n = max(require_int(candidates, "candidates", 1), k)
+    rank_constant = renamed(rank_constant, rrf_k, default=60, name="rank_constant", old_name="rrf_k")
     require_index(index)
     bm25 = bm25 if bm25 is not None else index_bm25(index)
     if not isinstance(bm25, BM25) or len(bm25) != len(index):
         raise MiniRagError(f"bm25 должен быть BM25 над чанками этого индекса ({len(index)} чанков): "
                            f"построй его как index_bm25(index).")
-    chunks: dict[tuple[str, int], Chunk] = {}
-    by_cosine = []
-    for hit in index.search(query, k=n):
-        key = (hit.doc_id, hit.chunk_id)
-        chunks[key] = Chunk(hit.doc_id, hit.chunk_id, hit.title, hit.text)
-        by_cosine.append(key)
-    by_bm25 = []
-    for position, _ in bm25.search(tokenize(query, stem=_stem_of(index)), n):
-        chunk = index.chunk(position)
-        key = (chunk.doc_id, chunk.chunk_id)
-        chunks[key] = chunk
-        by_bm25.append(key)
-    fused = [Hit(rank, score, *key, chunks[key].title, chunks[key].text)
-             for rank, (key, score) in enumerate(rrf([by_cosine, by_bm25], k=rrf_k), start=1)]
+    # оба списка — номера чанков в индексе: номер однозначно называет (doc_id, chunk_id)
+    by_cosine = top_k(index.scores(query), n).tolist()
+    by_bm25 = [i for i, _ in bm25.search(tokenize(query, stem=_stem_of(index)), n)]
+    fused = [index.hit(i, score, rank)
+             for rank, (i, score) in enumerate(rrf([by_cosine, by_bm25], rank_constant), start=1)]
     if exact:
         return force_exact(index, query, fused, k)
     return fused[:k]

@@ -5,148 +5,33 @@
 одна матрица float32 из строк единичной длины, поэтому косинус с запросом — это одно
 умножение матрицы на вектор. Индекс не приближённый (не HNSW и не IVF): он сравнивает
 запрос со всеми чанками, то есть O(N), и этого хватает на сотни тысяч чанков.
+Типы (``Document``, ``Chunk``, ``Hit``) — в ``types``, отбор лучших k по порогу — в ``topk``,
+формат файла — в ``store``: индекс только связывает их.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from . import store
 from .chunk import chunk_text
 from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
-from .text import require_text
+from .topk import SCORE_TOLERANCE, top_k  # noqa: F401 — SCORE_TOLERANCE: старое место, читают его и отсюда
+from .types import Chunk, Document, Hit
+from .validate import require_documents, require_k, require_text, require_threshold
 
 _EMBED_BATCH = 2048  # столько текстов эмбеддим за раз
-# Оценка, меньшая порога не больше чем на столько, проходит порог: косинус, посчитанный разными
-# способами (цикл, np.dot, матрица на вектор, float32), отличается в последних знаках, а «равная
-# порогу оценка проходит» должно выполняться при любом честном способе счёта.
-SCORE_TOLERANCE = 1e-6
-
-
-@dataclass(frozen=True)
-class Document:
-    """Документ корпуса: устойчивый ``id``, заголовок и текст.
-
-    Пример: ``Document("vacation-1", "Отпуск", "Отпуск — 28 дней.")``. Глава 4. Чанкинг.
-    """
-
-    id: str
-    title: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """Кусок документа с метаданными для цитаты: откуда он и какой он по счёту.
-
-    Пример: ``Chunk("vacation-1", 1, "Отпуск", "Отпуск — 28 дней.")``. Глава 4. Чанкинг.
-    """
-
-    doc_id: str
-    chunk_id: int
-    title: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Hit:
-    """Результат поиска: место ``rank`` (с 1), косинус ``score`` и сам чанк.
-
-    Пример: ``Hit(1, 0.62, "vacation-1", 1, "Отпуск", "Отпуск — 28 дней.")``.
-    Глава 3. Top-k и порог.
-    """
-
-    rank: int
-    score: float
-    doc_id: str
-    chunk_id: int
-    title: str
-    text: str
-
-
-def require_k(k: object) -> int:
-    """Проверить, что k — целое ≥ 1, и вернуть его как int (общая проверка всех функций поиска)."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise MiniRagError(f"k должен быть целым числом ≥ 1, получено {k!r}. Обычно берут k=3…5.")
-    return int(k)
-
-
-def require_threshold(threshold: object) -> float | None:
-    """Проверить, что порог — конечное число или None, и вернуть его как float."""
-    if threshold is None:
-        return None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating)) or not math.isfinite(threshold):
-        raise MiniRagError(
-            f"threshold должен быть числом (косинус от -1 до 1) или None, получено {threshold!r}."
-        )
-    return float(threshold)
-
-
-def require_hits(hits: object) -> list[Hit]:
-    """Проверить, что hits — список Hit (то, что вернул поиск), и вернуть его списком."""
-    if isinstance(hits, (str, bytes)) or not isinstance(hits, Iterable):
-        raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
-    hits = list(hits)
-    if not all(isinstance(hit, Hit) for hit in hits):
-        raise MiniRagError("hits должен быть списком Hit — тем, что вернул index.search(query, k).")
-    return hits
-
-
-def top_k(scores, k: int, threshold: float | None = None) -> np.ndarray:
-    """Номера лучших k оценок по убыванию: сначала порог, потом k; при равенстве — меньший номер.
-
-    Порог проходит оценка ``≥ threshold − SCORE_TOLERANCE`` (1e-6): погрешность счёта не
-    отбрасывает оценку, равную порогу. Пример: ``top_k([0.2, 0.9, 0.2], k=2)`` → ``array([1, 0])``. Глава 3. Top-k и порог.
-    """
-    k = require_k(k)
-    threshold = require_threshold(threshold)
-    scores = np.asarray(scores)
-    if scores.ndim != 1:
-        raise MiniRagError(f"scores должны быть одномерным массивом, а форма {scores.shape}.")
-    if threshold is None:
-        passed, sub = None, scores
-    else:
-        passed = np.flatnonzero(scores >= threshold - SCORE_TOLERANCE)
-        sub = scores[passed]
-    if k < sub.size:
-        kth = sub[np.argpartition(sub, sub.size - k)[sub.size - k]]  # k-я по величине оценка
-        better = np.flatnonzero(sub > kth)
-        ties = np.flatnonzero(sub == kth)[: k - better.size]  # равные — в порядке индекса
-        chosen = np.concatenate([better, ties])
-    else:
-        chosen = np.arange(sub.size)
-    chosen = chosen[np.lexsort((chosen, -sub[chosen]))]
-    return chosen if passed is None else passed[chosen]
-
-
-def _as_document(doc: object, position: int) -> Document:
-    if isinstance(doc, Document):
-        candidate = doc
-    elif isinstance(doc, Mapping) and {"id", "title", "text"} <= set(doc):
-        candidate = Document(doc["id"], doc["title"], doc["text"])
-    else:
-        raise MiniRagError(
-            f"Документ №{position} должен быть Document(id, title, text) или словарём с ключами "
-            f"'id', 'title', 'text', а получено {type(doc).__name__}."
-        )
-    if not isinstance(candidate.id, str) or not candidate.id.strip():
-        raise MiniRagError(f"У документа №{position} id должен быть непустой строкой, получено {candidate.id!r}.")
-    require_text(candidate.title, f"Заголовок документа {candidate.id!r}")
-    require_text(candidate.text, f"Текст документа {candidate.id!r}")
-    return candidate
 
 
 class Index:
     """Плоский индекс чанков: ``Index.build(docs)``, затем ``search(query, k, threshold)``.
 
-    Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)``.
+    Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``.
     Глава 5. Индекс и поиск.
     """
 
@@ -156,7 +41,8 @@ class Index:
         self.embedder = embedder
         self.fingerprint = fingerprint if fingerprint is not None else embedder.fingerprint
         self.docs: tuple[Document, ...] = tuple(docs)
-        self._spans = spans
+        self._spans = np.asarray(spans, dtype=np.int64)
+        self._spans.flags.writeable = False
         self._matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self._matrix.flags.writeable = False
         self._positions: dict[tuple[str, int], int] | None = None  # (doc_id, chunk_id) → строка; строится по запросу
@@ -169,19 +55,9 @@ class Index:
 
         ``chunker(text)`` возвращает куски текста документа по порядку (по умолчанию
         ``chunk_text`` с max_chars=220). ``progress=True`` показывает полосу прогресса.
-        Пример: ``Index.build(DEMO_DOCS, HashEmbedder(dim=96))``. Глава 5. Индекс и поиск.
+        Пример: ``len(Index.build(DEMO_DOCS, HashEmbedder(dim=96)))`` → ``96`` (чанков). Глава 5. Индекс и поиск.
         """
-        if isinstance(docs, (str, bytes)) or not isinstance(docs, Iterable):
-            raise MiniRagError("docs должен быть списком документов Document(id, title, text).")
-        documents = [_as_document(doc, i) for i, doc in enumerate(docs)]
-        if not documents:
-            raise MiniRagError("Корпус пуст: передай в Index.build хотя бы один документ.")
-        duplicates = sorted(doc_id for doc_id, n in Counter(d.id for d in documents).items() if n > 1)
-        if duplicates:
-            raise MiniRagError(
-                f"id документов должны быть уникальными, а повторяются: {', '.join(duplicates)}. "
-                f"Дай каждому документу свой id — по нему строятся цитаты."
-            )
+        documents = require_documents(docs)
         embedder = embedder if embedder is not None else HashEmbedder()
         chunker = chunker if chunker is not None else chunk_text
         spans = []
@@ -237,12 +113,26 @@ class Index:
         return Chunk(doc.id, chunk_id, doc.title, doc.text[start:end])
 
     @property
+    def spans(self) -> np.ndarray:
+        """Где каждый чанк в документах (только для чтения): int64 (число чанков, 4) — номер документа
+        в ``docs``, chunk_id, start, end; текст чанка — ``docs[row].text[start:end]``."""
+        return self._spans
+
+    def hit(self, i: int, score: float, rank: int = 0) -> Hit:
+        """Результат поиска для чанка номер ``i`` (с 0, в порядке матрицы) с оценкой ``score`` и местом ``rank``.
+
+        Пример: ``index.hit(0, 0.5, rank=1).key`` → ``('vacation-annual', 1)``. Глава 3. Top-k и порог.
+        """
+        chunk = self.chunk(i)
+        return Hit(rank, float(score), chunk.doc_id, chunk.chunk_id, chunk.title, chunk.text)
+
+    @property
     def doc_rows(self) -> np.ndarray:
         """Для каждого чанка — номер его документа в ``index.docs`` (копия, int64)."""
         return self._spans[:, 0].copy()
 
     def position(self, doc_id: str, chunk_id: int) -> int:
-        """Номер строки матрицы для чанка (doc_id, chunk_id). Пример: ``index.position("vpn-connect", 1)``."""
+        """Номер строки матрицы для чанка (doc_id, chunk_id). Пример: ``index.position("vpn-connect", 1)`` → ``27``."""
         if self._positions is None:
             self._positions = {(self.docs[row].id, int(cid)): i for i, (row, cid) in enumerate(self._spans[:, :2].tolist())}
         try:
@@ -282,22 +172,18 @@ class Index:
     def scores(self, query: str) -> np.ndarray:
         """Косинус запроса с каждым чанком (float32, по порядку матрицы) — чтобы видеть всех кандидатов.
 
-        Пример: ``index.scores("отпуск").max()``. Глава 3. Top-k и порог.
+        Пример: ``round(float(index.scores("отпуск").max()), 4)`` → ``0.3227``. Глава 3. Top-k и порог.
         """
         return self._matrix @ self.query_vector(query)
 
     def _hits(self, scores: np.ndarray, k: int, threshold: float | None) -> list[Hit]:
-        hits = []
-        for rank, i in enumerate(top_k(scores, k, threshold), start=1):
-            chunk = self.chunk(int(i))
-            hits.append(Hit(rank, float(scores[i]), chunk.doc_id, chunk.chunk_id, chunk.title, chunk.text))
-        return hits
+        return [self.hit(int(i), scores[i], rank) for rank, i in enumerate(top_k(scores, k, threshold), start=1)]
 
     def search(self, query: str, k: int = 3, threshold: float | None = None) -> list[Hit]:
         """Лучшие k чанков по косинусу; с порогом сначала отбрасываются оценки ниже threshold.
 
         Пусто, если ничего не прошло порог, — тогда честно отвечают «не найдено».
-        Пример: ``index.search("сколько дней отпуска", k=3)[0].doc_id``. Глава 3. Top-k и порог.
+        Пример: ``index.search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``. Глава 3. Top-k и порог.
         """
         require_k(k)
         require_threshold(threshold)
@@ -309,7 +195,7 @@ class Index:
         Оценки каждого запроса считаются тем же умножением матрицы на вектор, что и в ``search``,
         поэтому результат совпадает с ``search`` до последнего бита (умножение матрицы на матрицу
         складывало бы в другом порядке, и равные оценки могли бы поменяться местами).
-        Пример: ``[h[0].doc_id for h in index.search_many(["отпуск", "VPN"])]``.
+        Пример: ``index.search_many(["отпуск", "VPN"])[1] == index.search("VPN")`` → ``True``.
         Глава 5. Индекс и поиск.
         """
         if isinstance(queries, str):
@@ -321,25 +207,24 @@ class Index:
             return []
         return [self._hits(self._matrix @ vector, k, threshold) for vector in self._query_vectors(queries)]
 
-    # ---------- файл (формат и атомарная запись — в store.py) ----------
+    # ---------- файл (формат и атомарная запись — в store.py; индекс отдаёт ему свои части) ----------
     def save(self, path: str | os.PathLike) -> Path:
         """Сохранить индекс в один самоописывающий файл; сбой посреди записи не портит прежний.
 
-        Пример: ``index.save("demo.minirag")``. Глава 5. Индекс и поиск.
+        Пример: ``index.save("demo.minirag").name`` → ``'demo.minirag'``. Глава 5. Индекс и поиск.
         """
-        from .store import save_index
-
-        return save_index(self, path)
+        return store.write(path, self.fingerprint, self.docs, self.spans, self.vectors)
 
     @classmethod
     def load(cls, path: str | os.PathLike, embedder: Embedder | None = None) -> Index:
         """Загрузить индекс из файла и проверить, что ``embedder`` — тот же, что строил индекс.
 
-        Пример: ``Index.load("demo.minirag", HashEmbedder(dim=96))``. Глава 5. Индекс и поиск.
+        Пример: ``Index.load("demo.minirag", HashEmbedder(dim=96)).search(q) == index.search(q)`` → ``True``.
+        Глава 5. Индекс и поиск.
         """
-        from .store import load_index
-
-        return load_index(path, embedder)
+        embedder = embedder if embedder is not None else HashEmbedder()
+        docs, spans, matrix = store.read(path, embedder.fingerprint)
+        return cls(embedder, docs, spans, matrix)
 
 
 def require_index(index: object) -> Index:

@@ -20,7 +20,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from .errors import MiniRagError
-from .index import Document
+from .types import Document
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 SUFFIXES = (*TEXT_SUFFIXES, ".csv", ".html", ".htm", ".pdf", ".docx")
@@ -33,7 +33,7 @@ _EXTRA = "pip install 'minirag[files]'"
 class LoadReport:
     """Итог загрузки папки: прочитанные документы и пропущенные файлы с причинами.
 
-    Пример: ``report = load_folder("мои_документы"); report.docs, report.skipped``.
+    Пример: ``report = load_folder("мои_документы"); len(report.docs), report.skipped`` → ``(1, [])``.
     Глава 10. От поиска к ответу.
     """
 
@@ -205,7 +205,8 @@ def load_file(path: str | os.PathLike, root: str | os.PathLike | None = None, *,
 def load_folder(folder: str | os.PathLike, *, encoding: str = "utf-8", progress: bool = False) -> LoadReport:
     """Прочитать все файлы папки и подпапок по порядку путей; нечитаемые — в ``skipped`` с причиной.
 
-    Пример: ``Index.build(load_folder("мои_документы").docs)``. Глава 10. От поиска к ответу.
+    Пример: ``load_folder("мои_документы").docs[0].id`` → ``'пропуск.txt'``; затем
+    ``Index.build(load_folder("мои_документы").docs)``. Глава 10. От поиска к ответу.
     """
     folder = Path(folder)
     if not folder.is_dir():

@@ -10,12 +10,13 @@ Top-k по косинусу часто приносит k почти одина�
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .errors import MiniRagError
-from .index import Hit, Index, require_index, require_k, top_k
+from .index import Index, require_index
+from .topk import top_k
+from .types import Hit
+from .validate import require_int, require_k, require_number
 from .vectors import l2_normalize
 
 
@@ -26,10 +27,7 @@ def mmr(query_vector, candidate_vectors, k: int, lambda_: float = 0.5) -> list[i
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    if isinstance(lambda_, bool) or not isinstance(lambda_, (int, float)) or not 0 <= lambda_ <= 1 \
-            or not math.isfinite(lambda_):
-        raise MiniRagError(f"lambda_ должна быть числом от 0 до 1, получено {lambda_!r}. "
-                           f"1 — только релевантность, 0 — только разнообразие; обычно 0.5.")
+    lambda_ = require_number(lambda_, "lambda_", 0, 1, "1 — только релевантность, 0 — только разнообразие; обычно 0.5.")
     query = l2_normalize(query_vector)
     candidates = l2_normalize(candidate_vectors)
     if query.ndim != 1 or candidates.ndim != 2 or candidates.shape[1] != query.shape[0]:
@@ -50,14 +48,13 @@ def mmr(query_vector, candidate_vectors, k: int, lambda_: float = 0.5) -> list[i
 def mmr_search(index: Index, query: str, k: int = 3, *, candidates: int = 20, lambda_: float = 0.5) -> list[Hit]:
     """Лучшие ``candidates`` чанков по косинусу, из них k по MMR; ``score`` — косинус с запросом.
 
-    Пример: ``mmr_search(index, "отпуск", k=3, lambda_=0.5)``. Глава 9. За пределами косинуса.
+    Пример: ``[h.doc_id for h in mmr_search(index, "Сколько календарных дней ежегодного отпуска?", k=3)]``
+    → ``['vacation-annual', 'laptop-damage', 'vacation-unpaid']`` (без MMR — дважды vacation-annual).
+    Глава 9. За пределами косинуса.
     """
     k = require_k(k)
     query_vector = require_index(index).query_vector(query)
     scores = index.vectors @ query_vector
-    pool = top_k(scores, max(require_k(candidates), k))
-    hits = []
-    for rank, i in enumerate(pool[mmr(query_vector, index.vectors[pool], k, lambda_)], start=1):
-        chunk = index.chunk(int(i))
-        hits.append(Hit(rank, float(scores[i]), chunk.doc_id, chunk.chunk_id, chunk.title, chunk.text))
-    return hits
+    pool = top_k(scores, max(require_int(candidates, "candidates", 1), k))
+    chosen = pool[mmr(query_vector, index.vectors[pool], k, lambda_)]
+    return [index.hit(int(i), scores[i], rank) for rank, i in enumerate(chosen, start=1)]

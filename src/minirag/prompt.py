@@ -2,7 +2,8 @@
 
 ``build_prompt`` кладёт найденные чанки в контекст под номерами [1], [2], … и
 добавляет правила: отвечать только по контексту, ставить ссылку после каждого
-утверждения, а если ответа нет — сказать это фразой ``REFUSAL``.
+утверждения, а если ответа нет — сказать это фразой ``REFUSAL``. ``parse_prompt`` читает
+такой промпт обратно (вопрос и тексты источников): формат промпта живёт только здесь.
 ``check_citations`` проверяет ответ кодом: нет ли ссылок на несуществующие номера
 и нет ли предложений без ссылки. Модуль не вызывает языковую модель и не знает,
 правдиво ли утверждение: цитата говорит, откуда взято, а не что это верно.
@@ -14,8 +15,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .index import Hit, require_hits
-from .text import require_text, split_sentences
+from .text import split_sentences
+from .types import Hit
+from .validate import require_hits, require_text
 
 REFUSAL = "В контексте ответа нет."
 
@@ -26,25 +28,48 @@ RULES = (
     f"3. Если в контексте нет ответа, ответь ровно: «{REFUSAL}»"
 )
 
-_CITATION_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+# Части промпта: RULES, _CONTEXT, источники через _SOURCE_SEP, _QUESTION вопрос, _ANSWER.
+_CONTEXT, _QUESTION, _ANSWER, _SOURCE_SEP = "\n\nКонтекст:\n", "\n\nВопрос: ", "\nОтвет:", "\n\n"
+_NOTHING_FOUND = "(поиск ничего не нашёл)"
+# Заголовок источника: «[n] title (doc_id, чанк chunk_id)», текст чанка — со следующей строки.
+_SOURCE_RE = re.compile(r"^\[(\d+)\] .*, чанк \d+\)$", re.MULTILINE)
+CITATION_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")  # ссылка [1] или [2, 3]
 _ONLY_CITATIONS_RE = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\])+\s*[.!?…]?$")
 
 
 def build_prompt(query: str, hits: Sequence[Hit]) -> str:
     """Собрать промпт: правила, источники [1]…[k] с doc_id и chunk_id, вопрос.
 
-    Пример: ``build_prompt("Сколько дней отпуска?", index.search("отпуск", k=3))``.
+    Пример: ``build_prompt("Сколько дней отпуска?", hits).splitlines()[-1]`` → ``'Ответ:'``.
     Глава 6. Промпт и цитаты.
     """
     require_text(query, "Вопрос")
     hits = require_hits(hits)
-    if hits:
-        context = "\n\n".join(
-            f"[{n}] {hit.title} ({hit.doc_id}, чанк {hit.chunk_id})\n{hit.text}" for n, hit in enumerate(hits, start=1)
-        )
-    else:
-        context = "(поиск ничего не нашёл)"
-    return f"{RULES}\n\nКонтекст:\n{context}\n\nВопрос: {query.strip()}\nОтвет:"
+    sources = [f"[{n}] {hit.title} ({hit.doc_id}, чанк {hit.chunk_id})\n{hit.text}" for n, hit in enumerate(hits, start=1)]
+    context = _SOURCE_SEP.join(sources) or _NOTHING_FOUND
+    return f"{RULES}{_CONTEXT}{context}{_QUESTION}{query.strip()}{_ANSWER}"
+
+
+def parse_prompt(prompt: str) -> tuple[str, list[str]] | None:
+    """Прочитать промпт ``build_prompt`` обратно: вопрос и тексты источников [1]…[k] по порядку.
+
+    Промпт другого вида (нет контекста и вопроса) — ``None``. Строка текста, похожая на
+    заголовок источника, за источник не считается, если её номер не следующий по порядку.
+    Пример: ``parse_prompt(build_prompt("Сколько дней?", []))`` → ``('Сколько дней?', [])``.
+    Глава 10. От поиска к ответу.
+    """
+    require_text(prompt, "Промпт")
+    start, end = prompt.find(_CONTEXT), prompt.rfind(_QUESTION)
+    if start < 0 or end < start:
+        return None
+    context = prompt[start + len(_CONTEXT) : end]
+    query = prompt[end + len(_QUESTION) :].removesuffix(_ANSWER)
+    headers = []
+    for match in _SOURCE_RE.finditer(context):
+        if int(match.group(1)) == len(headers) + 1:
+            headers.append(match)
+    ends = [h.start() - len(_SOURCE_SEP) for h in headers[1:]] + [len(context)]  # текст — до разделителя
+    return query, [context[h.end() + 1 : end] for h, end in zip(headers, ends, strict=False)]
 
 
 def parse_citations(answer: str) -> list[int]:
@@ -53,7 +78,7 @@ def parse_citations(answer: str) -> list[int]:
     Пример: ``parse_citations("Да [1]. И ещё [2, 3].")`` → ``[1, 2, 3]``. Глава 6. Промпт и цитаты.
     """
     require_text(answer, "Ответ")
-    return [int(n) for group in _CITATION_RE.findall(answer) for n in group.split(",")]
+    return [int(n) for group in CITATION_RE.findall(answer) for n in group.split(",")]
 
 
 @dataclass(frozen=True)
@@ -107,6 +132,6 @@ def check_citations(answer: str, hits: Sequence[Hit]) -> CitationReport:
     refusal_core = REFUSAL.rstrip(".").lower()
     claims = [c for c in _claims(answer) if c.rstrip(".!…").strip().lower() != refusal_core]
     refusal = refusal_core in answer.lower() and not claims
-    uncited = tuple(c for c in claims if not _CITATION_RE.search(c))
+    uncited = tuple(c for c in claims if not CITATION_RE.search(c))
     ok = not unknown and not uncited and (bool(claims) or refusal)
     return CitationReport(ok, tuple(dict.fromkeys(cited)), unknown, uncited, refusal)

@@ -1,8 +1,7 @@
 """Настоящие модели по HTTP: эмбеддеры и чат Ollama и любого OpenAI-совместимого сервера.
 
-Только стандартная библиотека (``urllib``): POST с JSON, тайм-аут, повторы с растущей
-паузой при 429 и 5xx (пауза из заголовка ``Retry-After``, если сервер его прислал),
-пачки текстов, нормализация векторов до длины 1. ``fingerprint`` называет сервер и
+Запросы идут через ``http_json.post_json`` (тайм-аут, повторы при 429 и 5xx); здесь —
+пачки текстов, нормализация векторов до длины 1 и настройки. ``fingerprint`` называет сервер и
 модель, поэтому индекс, построенный одной моделью, откажется от запросов другой.
 Все сбои — ``RemoteError`` с адресом и советом, что сделать. Адрес, модель и ключ —
 из аргументов или из переменных окружения ``MINIRAG_BASE_URL``, ``MINIRAG_MODEL``
@@ -13,38 +12,18 @@
 
 from __future__ import annotations
 
-import email.utils
-import http.client
-import json
 import os
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 
 import numpy as np
 
 from .errors import MiniRagError
-from .text import require_text
+from .http_json import RemoteError, post_json
+from .validate import require_int, require_text
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
-_MAX_WAIT = 60.0  # дольше минуты между попытками не ждём, даже если сервер просит
-
-
-class RemoteError(MiniRagError):
-    """Сервер модели недоступен или ответил не так: сообщение называет адрес и что сделать.
-
-    ``url`` — адрес запроса, ``status`` — HTTP-код ответа (``None``, если ответа не было).
-    Пример: ``OllamaEmbedder("nomic-embed-text").embed(["привет"])`` без запущенной Ollama.
-    Глава 10. От поиска к ответу.
-    """
-
-    def __init__(self, message: str, url: str, status: int | None = None):
-        super().__init__(message)
-        self.url = url
-        self.status = status
 
 
 def _setting(value: str | None, env: Sequence[str], what: str, hint: str) -> str:
@@ -66,112 +45,14 @@ def _base_url(value: str) -> str:
     return url
 
 
-def _retry_after(value: str | None) -> float | None:
-    """Секунды из заголовка Retry-After: число секунд или HTTP-дата; непонятное — None."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
-def _server_detail(body: bytes) -> str:
-    """Текст ошибки сервера: поле error (Ollama) или error.message (OpenAI), иначе начало тела."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        error = json.loads(text).get("error")
-        text = error.get("message", text) if isinstance(error, dict) else (error or text)
-    except (ValueError, AttributeError):
-        pass
-    return str(text)[:200]
-
-
-def post_json(url: str, payload: dict, *, api_key: str | None = None, timeout: float = 30.0, retries: int = 3,
-              backoff: float = 0.5, sleep: Callable[[float], None] = time.sleep):
-    """POST с JSON и разбор JSON-ответа; при 429 и 5xx — до ``retries`` повторов с паузой.
-
-    Пауза — ``Retry-After`` сервера, иначе ``backoff·2^попытка`` (0.5, 1, 2 с), не больше
-    минуты; ``sleep`` можно подменить в тестах. Отказ соединения, тайм-аут и 4xx не
-    повторяются: повтор их не лечит, а тайм-аут, повторённый трижды, — это долгое зависание.
-    Пример: ``post_json("http://localhost:11434/api/embed", {"model": m, "input": ["привет"]})``.
-    Глава 10. От поиска к ответу.
-    """
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise MiniRagError(f"retries должен быть целым числом ≥ 0, получено {retries!r}.")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise MiniRagError(f"timeout должен быть числом секунд > 0, получено {timeout!r}.")
-    data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    if api_key:
-        if not api_key.strip().isascii():
-            raise MiniRagError("В ключе API есть не латинские символы: скопируй ключ заново, целиком и без кавычек.")
-        headers["Authorization"] = f"Bearer {api_key.strip()}"
-    for attempt in range(retries + 1):
-        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                body = response.read()
-        except urllib.error.HTTPError as exc:
-            try:
-                detail = _server_detail(exc.read())
-            except (OSError, http.client.HTTPException, AttributeError):
-                detail = exc.reason
-            finally:
-                exc.close()
-            status = exc.code
-            if (status == 429 or status >= 500) and attempt < retries:
-                wait = _retry_after(exc.headers.get("Retry-After"))
-                sleep(min(wait if wait is not None else backoff * 2**attempt, _MAX_WAIT))
-                continue
-            if status == 429 or status >= 500:
-                what = "перегружен (HTTP 429)" if status == 429 else f"ответил ошибкой HTTP {status}"
-                raise RemoteError(f"Сервер {url} {what} и после {retries + 1} попыток: {detail}. "
-                                  f"Подожди и повтори или посмотри журнал сервера.", url, status) from None
-            if status in (401, 403):
-                advice = "проверь ключ: аргумент api_key или переменная MINIRAG_API_KEY"
-            elif status == 404:
-                advice = "проверь адрес (у OpenAI-совместимых серверов он обычно кончается на /v1) и имя модели"
-            else:
-                advice = "проверь имя модели и параметры запроса"
-            raise RemoteError(f"Сервер {url} отклонил запрос (HTTP {status}: {detail}): {advice}.",
-                              url, status) from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise RemoteError(f"Сервер {url} не ответил за {timeout} с. Проверь, что он запущен, "
-                                  f"или увеличь timeout.", url) from None
-            raise RemoteError(f"Не удалось подключиться к {url} ({exc.reason}). Запусти сервер модели "
-                              f"(например, ollama serve) или проверь адрес и порт.", url) from None
-        except TimeoutError:
-            raise RemoteError(f"Сервер {url} не ответил за {timeout} с. Модель может быть занята или большой: "
-                              f"увеличь timeout или возьми модель поменьше.", url) from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise RemoteError(f"Соединение с {url} оборвалось ({type(exc).__name__}: {exc}). "
-                              f"Проверь, что сервер жив, и повтори.", url) from None
-        try:
-            return json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise RemoteError(f"Сервер {url} ответил не JSON: {body[:80]!r}. Проверь, что по этому адресу "
-                              f"API модели, а не веб-страница или прокси.", url) from None
-
-
 class _RemoteEmbedder:
     kind = ""
 
     def __init__(self, model, base_url, *, api_key=None, batch_size=64, timeout=30.0, retries=3, backoff=0.5,
                  sleep=time.sleep):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise MiniRagError(f"batch_size должен быть целым числом ≥ 1, получено {batch_size!r}.")
         self.model = model
         self.base_url = base_url
-        self.batch_size = batch_size
+        self.batch_size = require_int(batch_size, "batch_size", 1)
         self.dim: int | None = None  # узнаём из первого ответа сервера
         self._http = {"api_key": api_key, "timeout": timeout, "retries": retries, "backoff": backoff, "sleep": sleep}
         self.fingerprint = f"{self.kind}:{base_url}:{model}"
@@ -296,7 +177,7 @@ class OpenAIChat(_RemoteChat):
 
     Адрес, модель и ключ — аргументы или ``MINIRAG_BASE_URL``, ``MINIRAG_MODEL``, ``MINIRAG_API_KEY``.
     ``temperature=0`` — чтобы один промпт давал по возможности один ответ.
-    Пример: ``answer(query, index, OpenAIChat("qwen2.5:7b", "http://localhost:11434/v1"))``.
+    Пример: ``answer(index, query, OpenAIChat("qwen2.5:7b", "http://localhost:11434/v1"))``.
     Глава 10. От поиска к ответу.
     """
 
@@ -332,7 +213,7 @@ class OllamaChat(_RemoteChat):
     """Генератор Ollama: ``POST /api/chat`` без потока (``"stream": false``), ответ ``message.content``.
 
     Модель — аргумент или ``MINIRAG_MODEL``; адрес — аргумент, ``OLLAMA_HOST`` или ``http://localhost:11434``.
-    Пример: ``answer(query, index, OllamaChat("qwen2.5:7b"))``. Глава 10. От поиска к ответу.
+    Пример: ``answer(index, query, OllamaChat("qwen2.5:7b"))``. Глава 10. От поиска к ответу.
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None, *, temperature: float = 0.0,

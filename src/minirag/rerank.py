@@ -23,25 +23,21 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .errors import MiniRagError
-from .index import Hit, Index, require_hits, require_index, require_k
-from .text import require_text, tokenize
+from .index import Index, require_index
+from .text import tokenize
+from .types import Hit, renumber
+from .validate import require_hits, require_int, require_k, require_number, require_text, require_texts
 
 
 @runtime_checkable
 class PairScorer(Protocol):
     """Оценщик пар: ``score(query, texts)`` — по числу на текст, больше значит релевантнее.
 
-    Пример: ``LexicalPairScorer().score("срок пропуска", ["Срок пропуска — год."])``.
+    Пример: ``isinstance(LexicalPairScorer(), PairScorer)`` → ``True``.
     Глава 9. За пределами косинуса.
     """
 
     def score(self, query: str, texts: Sequence[str]) -> Sequence[float]: ...
-
-
-def _require_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise MiniRagError("texts должен быть списком текстов; одну строку оберни в список: [text].")
-    return [require_text(text, f"Текст №{i}") for i, text in enumerate(texts)]
 
 
 def _lucene_idf(df: int, n: int) -> float:
@@ -56,24 +52,20 @@ class LexicalPairScorer:
     proximity — среднее по соседним парам слов запроса (a, b) с весами idf(a) + idf(b):
     1/d, если b стоит через d токенов после a (d ≤ window), 0.5/d — если в обратном порядке,
     иначе 0. idf = ln(1 + (N − df + 0.5)/(df + 0.5)) по ``idf_texts``, а без них — по самим
-    переоцениваемым текстам. Пример: ``LexicalPairScorer(window=3).score("срок пропуска", texts)``.
+    переоцениваемым текстам. Пример: ``LexicalPairScorer(window=3).score("срок пропуска", ["Срок пропуска — год."])``
+    → ``array([1.5])`` (все слова есть, и стоят подряд).
     Глава 9. За пределами косинуса.
     """
 
     def __init__(self, idf_texts: Sequence[str] | None = None, *, proximity_weight: float = 0.5,
                  window: int = 3, stem: bool = False):
-        if isinstance(proximity_weight, bool) or not isinstance(proximity_weight, (int, float)) \
-                or not 0 <= proximity_weight < math.inf:
-            raise MiniRagError(f"proximity_weight должен быть числом ≥ 0, получено {proximity_weight!r}.")
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise MiniRagError(f"window должен быть целым числом ≥ 1 (в токенах), получено {window!r}.")
-        self.proximity_weight = float(proximity_weight)
-        self.window = window
+        self.proximity_weight = require_number(proximity_weight, "proximity_weight", 0)
+        self.window = require_int(window, "window", 1, "Окно считается в токенах.")
         self.stem = bool(stem)
         self._df: Counter[str] | None = None
         self._n = 0
         if idf_texts is not None:
-            self._df, self._n = self._doc_freqs([tokenize(t, stem=self.stem) for t in _require_texts(idf_texts)])
+            self._df, self._n = self._doc_freqs([tokenize(t, stem=self.stem) for t in require_texts(idf_texts, "idf_texts")])
 
     @staticmethod
     def _doc_freqs(docs: list[list[str]]) -> tuple[Counter[str], int]:
@@ -92,11 +84,11 @@ class LexicalPairScorer:
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Оценки текстов для запроса (float64, по порядку ``texts``).
 
-        Пример: ``LexicalPairScorer().score("срок пропуска", ["Срок пропуска — год.", "Год."])``.
+        Пример: ``LexicalPairScorer().score("срок пропуска", ["Срок пропуска — год.", "Год."])`` → ``array([1.5, 0.])``.
         Глава 9. За пределами косинуса.
         """
         terms = list(dict.fromkeys(tokenize(require_text(query, "Запрос"), stem=self.stem)))
-        docs = [tokenize(t, stem=self.stem) for t in _require_texts(texts)]
+        docs = [tokenize(t, stem=self.stem) for t in require_texts(texts)]
         df, n = (self._df, self._n) if self._df is not None else self._doc_freqs(docs)
         idf = {t: _lucene_idf(df.get(t, 0), n) for t in terms}
         pairs = list(zip(terms, terms[1:], strict=False))
@@ -143,11 +135,11 @@ class CrossEncoderScorer:
         self.model = model
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        """Оценки cross-encoder для пар (запрос, текст). Пример: ``scorer.score("отпуск", texts)``.
+        """Оценки cross-encoder для пар (запрос, текст). Пример: ``CrossEncoderScorer("путь/к/модели").score("отпуск", texts)``.
 
         Глава 9. За пределами косинуса.
         """
-        pairs = [(require_text(query, "Запрос"), text) for text in _require_texts(texts)]
+        pairs = [(require_text(query, "Запрос"), text) for text in require_texts(texts)]
         if not pairs:
             return np.zeros(0)
         return np.asarray(self.model.predict(pairs), dtype=np.float64).reshape(len(pairs))
@@ -157,7 +149,8 @@ def rerank(query: str, hits: Sequence[Hit], k: int = 3, *, scorer: PairScorer | 
     """Переоценить найденные чанки оценщиком пар и оставить лучшие k; ``score`` — оценка оценщика.
 
     При равных оценках сохраняется порядок первого этапа. По умолчанию ``LexicalPairScorer()``.
-    Пример: ``rerank("срок пропуска", index.search("срок пропуска", k=20), k=3)``.
+    Пример: ``rerank("срок пропуска", [Hit(1, 0.9, "a", 1, "А", "Год."), Hit(2, 0.5, "b", 1, "Б", "Срок пропуска — год.")],
+    k=1)[0].doc_id`` → ``'b'``.
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
@@ -170,16 +163,17 @@ def rerank(query: str, hits: Sequence[Hit], k: int = 3, *, scorer: PairScorer | 
         raise MiniRagError(f"Оценщик вернул {scores.shape} оценок (или NaN), а ждали по одному числу "
                            f"на каждый из {len(hits)} чанков.")
     order = np.argsort(-scores, kind="stable")[:k]
-    return [Hit(rank, float(scores[i]), hits[i].doc_id, hits[i].chunk_id, hits[i].title, hits[i].text)
-            for rank, i in enumerate(order, start=1)]
+    return renumber([hits[i] for i in order], scores[order])
 
 
 def search_rerank(index: Index, query: str, k: int = 3, *, candidates: int = 20,
                   scorer: PairScorer | None = None) -> list[Hit]:
     """Два этапа: ``candidates`` лучших чанков по косинусу, затем ``rerank`` до k.
 
-    Пример: ``search_rerank(index, "срок действия пропуска", k=3, candidates=20)``.
+    Пример: ``search_rerank(index, "Сколько стоит восстановление пропуска?", k=1)[0].doc_id`` → ``'office-pass'``
+    (косинус ставит его третьим).
     Глава 9. За пределами косинуса.
     """
     k = require_k(k)
-    return rerank(query, require_index(index).search(query, k=max(require_k(candidates), k)), k, scorer=scorer)
+    n = max(require_int(candidates, "candidates", 1), k)
+    return rerank(query, require_index(index).search(query, k=n), k, scorer=scorer)

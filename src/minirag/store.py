@@ -5,7 +5,8 @@
 (чанк = номер документа, chunk_id, start, end) и ``vectors.npy`` (float32). Ничего не
 читается через pickle, поэтому чужой файл не может выполнить код при загрузке.
 Запись идёт во временный файл рядом и заканчивается ``os.replace``: сбой посреди записи
-оставляет прежний индекс целым. Модуль не строит индекс и не ищет — это ``index``.
+оставляет прежний индекс целым. Модуль не строит индекс и не ищет и не знает класса ``Index``:
+``Index.save``/``Index.load`` передают ему и получают назад части индекса.
 """
 
 from __future__ import annotations
@@ -15,49 +16,50 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
-from .index import Document, Index
+from .types import Document
 
 FORMAT_NAME = "minirag-index"
 FORMAT_VERSION = 1
 
 
-def save_index(index: Index, path: str | os.PathLike) -> Path:
-    """Записать индекс в файл атомарно и вернуть путь.
+def write(path: str | os.PathLike, fingerprint: str, docs: Sequence[Document], spans: np.ndarray,
+          vectors: np.ndarray) -> Path:
+    """Записать части индекса в файл атомарно и вернуть путь (зовёт ``Index.save``).
 
-    Пример: ``save_index(index, "demo.minirag")``. Глава 5. Индекс и поиск.
+    Пример: ``write("копия.minirag", index.fingerprint, index.docs, index.spans, index.vectors).exists()`` → ``True``.
+    Глава 5. Индекс и поиск.
     """
     path = Path(path)
     if not path.parent.is_dir():
         raise MiniRagError(f"Папки {path.parent} нет: создай её или укажи другой путь для индекса.")
-    spans = index._spans
     manifest = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
-        "fingerprint": index.fingerprint,
-        "dim": int(index.vectors.shape[1]),
+        "fingerprint": fingerprint,
+        "dim": int(vectors.shape[1]),
         "dtype": "float32",
-        "n_docs": len(index.docs),
-        "n_chunks": len(index),
+        "n_docs": len(docs),
+        "n_chunks": int(spans.shape[0]),
         "files": {
             "docs.json": "документы: id, title, text",
             "spans.npy": "int64 (n_chunks, 4): номер документа, chunk_id, start, end",
             "vectors.npy": "float32 (n_chunks, dim): строки единичной длины",
         },
     }
-    docs = [{"id": d.id, "title": d.title, "text": d.text} for d in index.docs]
+    docs = [{"id": d.id, "title": d.title, "text": d.text} for d in docs]
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as raw:
             with zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED) as archive:
                 archive.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1))
                 archive.writestr("docs.json", json.dumps(docs, ensure_ascii=False))
-                for name, array in (("spans.npy", spans), ("vectors.npy", index.vectors)):
+                for name, array in (("spans.npy", spans), ("vectors.npy", vectors)):
                     buffer = io.BytesIO()
                     np.save(buffer, array, allow_pickle=False)
                     archive.writestr(name, buffer.getvalue())
@@ -70,13 +72,13 @@ def save_index(index: Index, path: str | os.PathLike) -> Path:
     return path
 
 
-def load_index(path: str | os.PathLike, embedder: Embedder | None = None) -> Index:
-    """Прочитать индекс из файла, проверив формат, версию, целостность и отпечаток эмбеддера.
+def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.ndarray, np.ndarray]:
+    """Прочитать части индекса (документы, spans, векторы), проверив формат, версию, целостность
+    и что индекс построен эмбеддером с отпечатком ``fingerprint`` (зовёт ``Index.load``).
 
-    Пример: ``load_index("demo.minirag", HashEmbedder(dim=96))``. Глава 5. Индекс и поиск.
+    Пример: ``read("demo.minirag", HashEmbedder().fingerprint)[2].shape`` → ``(96, 96)``. Глава 5. Индекс и поиск.
     """
     path = Path(path)
-    embedder = embedder if embedder is not None else HashEmbedder()
     if not path.is_file():
         raise MiniRagError(f"Файла индекса {path} нет. Сначала построй индекс и сохрани его: index.save(path).")
     broken = f"Файл {path} повреждён или это не индекс minirag"
@@ -91,10 +93,10 @@ def load_index(path: str | os.PathLike, embedder: Embedder | None = None) -> Ind
                     f"Индекс {path} записан в формате версии {version!r}, а эта версия minirag "
                     f"читает версию {FORMAT_VERSION}. Перестрой индекс: Index.build(docs).save(path)."
                 )
-            if manifest.get("fingerprint") != embedder.fingerprint:
+            if manifest.get("fingerprint") != fingerprint:
                 raise EmbedderMismatchError(
                     f"Индекс {path} построен эмбеддером «{manifest.get('fingerprint')}», а загружается "
-                    f"с «{embedder.fingerprint}». Загрузи его тем же эмбеддером или перестрой индекс."
+                    f"с «{fingerprint}». Загрузи его тем же эмбеддером или перестрой индекс."
                 )
             docs = [Document(d["id"], d["title"], d["text"]) for d in json.loads(archive.read("docs.json"))]
             spans = np.load(io.BytesIO(archive.read("spans.npy")), allow_pickle=False)
@@ -113,4 +115,4 @@ def load_index(path: str | os.PathLike, embedder: Embedder | None = None) -> Ind
     )
     if not consistent:
         raise MiniRagError(f"{broken}: размеры частей не сходятся с manifest.json. Перестрой индекс.")
-    return Index(embedder, docs, spans, matrix)
+    return docs, spans, matrix

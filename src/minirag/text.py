@@ -12,6 +12,7 @@ import re
 from functools import lru_cache
 
 from .errors import MiniRagError
+from .validate import require_text
 
 _TOKEN_RE = re.compile(r"[a-zа-яё0-9]+")
 _CYRILLIC_RE = re.compile(r"[а-яё]")
@@ -19,16 +20,6 @@ _LATIN_RE = re.compile(r"[a-z]")
 # Конец предложения: . ! ? или …, возможно с одной закрывающей кавычкой или скобкой
 # (они остаются в предложении), затем пробельный символ.
 _SENTENCE_END_RE = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][»\"')\]]))\s+")
-
-
-def require_text(value: object, what: str = "текст") -> str:
-    """Вернуть ``value``, если это строка, иначе бросить понятную ``MiniRagError``."""
-    if not isinstance(value, str):
-        raise MiniRagError(
-            f"{what} должен быть строкой (str), а получено {type(value).__name__}: "
-            f"{value!r:.60}. Передай текст в кавычках или преобразуй его через str()."
-        )
-    return value
 
 
 @lru_cache(maxsize=1)
