@@ -23,6 +23,7 @@ from .hybrid import exact_phrases, force_exact, hybrid_search, index_bm25, rrf
 from .index import Index
 from .loaders import LoadReport, load_file, load_folder
 from .mmr import mmr, mmr_search
+from .navec import NavecEmbedder, navec_path
 from .plural import plural, plural_form
 from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations, parse_prompt
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder, RemoteError
@@ -40,7 +41,8 @@ __all__ = [
     # типы и ошибки: то, что передают друг другу все модули
     "Document", "Chunk", "Hit", "LabeledQuery", "renumber", "MiniRagError", "EmbedderMismatchError",
     # главы 1–2: текст → токены → вектор, косинус
-    "tokenize", "split_sentences", "Embedder", "HashEmbedder", "l2_normalize", "cosine",
+    "tokenize", "split_sentences", "Embedder", "HashEmbedder", "NavecEmbedder", "navec_path",
+    "l2_normalize", "cosine",
     # главы 3–5: порог и top-k, чанкинг, индекс и поиск
     "top_k", "SCORE_TOLERANCE", "chunk_text", "chunk_spans", "Index",
     # глава 6: промпт с источниками и проверка цитат
