@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
+import json
 import math
 import tempfile
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from nbgrader import utils as nbutils
 from . import execute, feedback, sanitize, scoring
 from .master import Master, gid
 from .notebook import REVIEW_PREFIX, SubmissionError, merge, read_submission, suspicious
-from .results import Result
+from .results import VERSION, Result
 from .sandbox import Limits, SandboxError, start
 from .verdict import RETRY, verdict
 
@@ -186,3 +188,13 @@ def _execute(nb, ctx: Context, slot: int, student: str) -> execute.Execution:
             for process in first:
                 process.kill()
 
+
+def task_key(ctx: Context, task: Task) -> str:
+    """Хеш всего, от чего зависит итог работы: если он тот же, работу не перепроверяем."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"version": VERSION, "master": ctx.master.digest, "limits": dataclasses.asdict(ctx.limits),
+                         "sandbox": ctx.sandboxed, "notes": task.notes, "error": task.error, "display": task.display_id,
+                         "time": task.submitted_at, "deadline": task.deadline, "late": [ctx.late_penalty,
+                         ctx.late_penalty_per_day], "released": ctx.released_tests}, sort_keys=True).encode())
+    h.update(hashlib.sha256(task.data or b"").digest())
+    return h.hexdigest()
