@@ -87,7 +87,7 @@ def _has_code(source: str) -> bool:
     return any(line.strip() and not line.strip().startswith("#") for line in source.splitlines())
 
 
-def check(notebook: Path, root: Path = ROOT) -> Report:
+def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
     """Проверить ``notebook`` тем же движком, что ``grade``. Пример: ``check(Path("labs/.../x.ipynb")).ok``."""
     notebook = Path(notebook)
     if not notebook.is_file() or notebook.suffix != ".ipynb":
@@ -103,7 +103,7 @@ def check(notebook: Path, root: Path = ROOT) -> Report:
     lab = course.lab(lab_name)
     ctx = Context(master, course.settings.limits, sandboxed, course.settings.kernel_args, lab.release_files(),
                   course.secrets(), hide_reference=False)
-    outcome = grade(Task("self", "self", "", notebook.read_bytes()), ctx)
+    outcome = grade(Task("self", "self", "", notebook.read_bytes()), ctx, slot)
     report = Report(notebook, sandboxed=sandboxed)
     result = outcome.result
     if result.status == "error" and result.unexecuted:
