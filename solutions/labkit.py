@@ -11,8 +11,9 @@
 Модуль ничего не делает при импорте и не импортирует minirag заранее: в лабораторной 1
 библиотеки в ядре слушателя нет. Ответ ищется только в одном файле — в ноутбуке под проверкой:
 переменная окружения ``AUTOGRADE_NOTEBOOK`` (её ставит проверка), иначе ноутбук, открытый в
-JupyterLab (``JPY_SESSION_NAME``), если он лежит в текущей папке, иначе ``<лабораторная>.ipynb``
-в текущей папке. Соседние файлы вроде ``lab01_mini_rag-Copy1.ipynb`` не читаются никогда.
+JupyterLab (``JPY_SESSION_NAME``), если он лежит в текущей папке, иначе единственный ноутбук текущей
+папки с этой ячейкой ответа (``<лабораторная>.ipynb``). Если таких ноутбуков несколько (рядом лежит
+``lab01_mini_rag-Copy1.ipynb``), проверка не гадает, а просит назвать файл: соседа она не читает.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from pathlib import Path
 STUB = "ТВОЙ ОТВЕТ ЗДЕСЬ"  # начало заготовки письменного ответа (ClearSolutions.text_stub)
 MIN_WORDS = 40
 _WORD_RE = re.compile(r"[A-Za-zА-Яа-яЁё0-9]+")
-_LAB_NOTEBOOK_RE = re.compile(r"lab\d+_[a-z0-9_]+\.ipynb")  # имя ноутбука лабораторной, без «-Copy1»
 
 
 def _plural(n: int, one: str, few: str, many: str) -> str:
@@ -34,10 +34,10 @@ def _plural(n: int, one: str, few: str, many: str) -> str:
     return plural(n, one, few, many)
 
 
-def notebook_under_check(grade_id: str = "") -> Path:
-    """Путь к ноутбуку, который сейчас проверяют (см. описание модуля); ошибка, если его нет.
+def notebook_under_check(grade_id: str) -> Path:
+    """Путь к ноутбуку, который сейчас проверяют (см. описание модуля); ошибка, если его не узнать.
 
-    Пример: ``notebook_under_check()`` → ``PosixPath('.../lab01_mini_rag.ipynb')``.
+    Пример: ``notebook_under_check("why_cosine")`` → ``PosixPath('.../lab01_mini_rag.ipynb')``.
     """
     here = Path.cwd()
     named = os.environ.get("AUTOGRADE_NOTEBOOK", "").strip()
@@ -51,20 +51,19 @@ def notebook_under_check(grade_id: str = "") -> Path:
         path = Path(session) if Path(session).is_absolute() else here / Path(session).name
         if path.is_file() and path.resolve().parent == here.resolve():
             return path
-    own = here / f"{here.name}.ipynb"  # labs/<lab>/<lab>.ipynb, autograded/<id>/<lab>/<lab>.ipynb
-    if own.is_file():
-        return own
-    candidates = sorted(p for p in here.glob("*.ipynb") if _LAB_NOTEBOOK_RE.fullmatch(p.name))
-    if grade_id:
-        candidates = [p for p in candidates if _find_cell(p, grade_id) is not None]
+    # ни проверка, ни JupyterLab не сказали, какой это файл: годится только единственный ноутбук
+    # папки с этой ячейкой ответа — <лабораторная>.ipynb; если их несколько, гадать нельзя
+    candidates = sorted(p for p in here.glob("*.ipynb") if _find_cell(p, grade_id) is not None)
     if len(candidates) == 1:
         return candidates[0]
+    if candidates:
+        raise AssertionError(
+            f"В папке {here} несколько ноутбуков с ячейкой ответа {grade_id!r}: "
+            f"{', '.join(p.name for p in candidates)}. Непонятно, какой из них проверять: оставь в папке один "
+            "ноутбук лабораторной или проверь нужный командой python -m autograde check <файл>.")
     raise AssertionError(
-        f"Не понял, какой ноутбук проверять в папке {here}: "
-        + (f"подходят сразу несколько — {', '.join(p.name for p in candidates)}. " if candidates else
-           "ноутбука лабораторной (lab…_….ipynb) здесь нет. ")
-        + "Запусти проверку из папки лабораторной и не переименовывай ноутбук."
-    )
+        f"В папке {here} нет ноутбука с ячейкой ответа {grade_id!r}. Не удаляй ячейку ответа, сохрани ноутбук "
+        "(Ctrl+S) и запускай проверку из папки лабораторной.")
 
 
 def _find_cell(path: Path, grade_id: str) -> str | None:
@@ -94,9 +93,10 @@ def written_answer(grade_id: str) -> str:
     return text
 
 
-def check_written(grade_id: str, title: str, min_words: int = MIN_WORDS) -> int:
-    """Проверить, что письменный ответ написан (не заготовка, не короче min_words слов); вернуть число слов.
+def check_written(grade_id: str, title: str, min_words: int = MIN_WORDS) -> None:
+    """Проверить, что письменный ответ написан (не заготовка, не короче min_words слов), и напечатать итог.
 
+    Ничего не возвращает: число в выводе ячейки с тестом nbgrader принял бы за частичный балл.
     Пример: ``check_written("why_cosine", "Почему косинус")`` печатает «Ответ «Почему косинус» на месте: 57 слов…».
     """
     text = written_answer(grade_id)
@@ -110,7 +110,6 @@ def check_written(grade_id: str, title: str, min_words: int = MIN_WORDS) -> int:
         f"{min_words}. Объясни своими словами и приведи пример; сохрани ноутбук (Ctrl+S) и запусти эту ячейку снова."
     )
     print(f"Ответ «{title}» на месте: {_plural(words, 'слово', 'слова', 'слов')}. Содержание оценит преподаватель.")
-    return words
 
 
 def short(value, limit: int = 160) -> str:
