@@ -113,6 +113,7 @@ def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
     executed = nbformat.reads(outcome.notebook, as_version=4)
     unfinished = False
     solution_errors: list[str] = []
+    stub_text = False  # выше — письменный ответ с нетронутой заготовкой
     by_id = {c["grade_id"]: c for c in result.cells}
     heading = ""  # последний заголовок инструкций — название письменного задания
     for cell in executed.cells:
@@ -127,6 +128,7 @@ def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
             unfinished = unfinished or "NotImplementedError" in errors
             if nbutils.is_grade(reference):  # письменный ответ: содержание оценивают вручную
                 stub = STUB_MARK in cell.source
+                stub_text = stub_text or stub
                 report.results.append(CheckResult(
                     f"{WRITTEN}: {heading or grade_id}", "todo" if stub else "manual", 0.0,
                     float(reference.metadata["nbgrader"].get("points", 0)),
@@ -147,13 +149,16 @@ def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
             report.results.append(CheckResult(name, "todo", 0.0, info["max_score"],
                                               "в решении ещё стоит заготовка: удали raise NotImplementedError() и "
                                               "напиши код", grade_id))
+        elif stub_text:
+            report.results.append(CheckResult(name, "todo", 0.0, info["max_score"], "письменный ответ ещё не написан",
+                                              grade_id))
         elif unfinished and info["message"].startswith("NameError"):
             report.results.append(CheckResult(name, "todo", 0.0, info["max_score"],
                                               "этой проверке нужны результаты заданий выше, а они ещё не сделаны "
                                               f"({info['message']})", grade_id))
         else:
             report.results.append(CheckResult(name, "failed", 0.0, info["max_score"], info["message"], grade_id))
-        solution_errors = []
+        solution_errors, stub_text = [], False
     if not report.results:
         raise CourseError(f"В {notebook} нет ячеек с тестами nbgrader: это точно ноутбук лабораторной?")
     return report

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -64,7 +65,11 @@ def release_nb(lab: str) -> dict:
 
 
 def run(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    """Команда как у преподавателя: окружение не активировано. nbgrader autograde здесь — то же, что делает
+    Validate в JupyterLab (тесты в ядре слушателя), поэтому запрет курса на него снят (AUTOGRADE_ALLOW_NBGRADER)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
+    env.update(PATH="/usr/local/bin:/usr/bin:/bin", AUTOGRADE_ALLOW_NBGRADER="1")
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 # ---------- фикстура: временный каталог курса, выдача и автопроверка nbgrader ----------
