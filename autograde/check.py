@@ -111,7 +111,6 @@ def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
     if result.message:
         report.warnings.append(result.message)
     executed = nbformat.reads(outcome.notebook, as_version=4)
-    unfinished = False
     solution_errors: list[str] = []
     stub_text = False  # выше — письменный ответ с нетронутой заготовкой
     by_id = {c["grade_id"]: c for c in result.cells}
@@ -125,7 +124,6 @@ def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
         errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if reference is not None and nbutils.is_solution(reference):
             solution_errors += errors
-            unfinished = unfinished or "NotImplementedError" in errors
             if nbutils.is_grade(reference):  # письменный ответ: содержание оценивают вручную
                 stub = STUB_MARK in cell.source
                 stub_text = stub_text or stub
@@ -152,10 +150,8 @@ def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
         elif stub_text:
             report.results.append(CheckResult(name, "todo", 0.0, info["max_score"], "письменный ответ ещё не написан",
                                               grade_id))
-        elif unfinished and info["message"].startswith("NameError"):
-            report.results.append(CheckResult(name, "todo", 0.0, info["max_score"],
-                                              "этой проверке нужны результаты заданий выше, а они ещё не сделаны "
-                                              f"({info['message']})", grade_id))
+        elif info["message"].startswith("не сделано:"):  # NameError из-за несделанного задания выше (worker)
+            report.results.append(CheckResult(name, "todo", 0.0, info["max_score"], info["message"], grade_id))
         else:
             report.results.append(CheckResult(name, "failed", 0.0, info["max_score"], info["message"], grade_id))
         solution_errors, stub_text = [], False

@@ -158,3 +158,36 @@ def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
             if (r.status == "passed") != graded_pass:
                 differ.append((learner.lab, learner.name, r.grade_id, r.status, cells[r.grade_id]["message"][:200]))
     assert differ == []
+
+
+def test_validate_in_the_learners_kernel_agrees_with_the_judge_on_honest_work(graded, tmp_path):
+    """Validate в JupyterLab исполняет тесты в ядре слушателя (как ``nbgrader autograde``); честной работе
+    он обязан дать тот же итог, что судья: все автоматические баллы."""
+    import os
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    course = ac.course_copy(tmp_path / "course")
+    honest = [learner for learner in ALL if learner.expect_full]
+    for learner in honest:
+        folder = course / "autograde" / "submitted" / learner.name / learner.lab
+        folder.mkdir(parents=True)
+        (folder / f"{learner.lab}.ipynb").write_bytes(notebook(learner))
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["AUTOGRADE_ALLOW_NBGRADER"] = "1"  # курс запрещает nbgrader autograde; здесь он — то, что делает Validate
+    for lab in sorted({learner.lab for learner in honest}):
+        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force", "--log-level=ERROR"],
+                       cwd=course, check=True, capture_output=True, env=env)
+        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", lab, "--log-level=ERROR"], cwd=course,
+                       check=True, capture_output=True, env=env, timeout=1200)
+    lost = {}
+    with Gradebook(f"sqlite:///{course / 'autograde' / 'gradebook.db'}") as gb:
+        for learner in honest:
+            submission = gb.find_submission(learner.lab, learner.name)
+            failing = [g.name for nb in submission.notebooks for g in nb.grades
+                       if g.cell_type == "code" and (g.auto_score or 0) < g.max_score]
+            if failing:
+                lost[f"{learner.lab}:{learner.name}"] = failing
+    assert lost == {}
