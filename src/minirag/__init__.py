@@ -19,6 +19,7 @@ from .hybrid import exact_phrases, force_exact, hybrid_search, index_bm25, rrf
 from .index import Chunk, Document, Hit, Index, top_k
 from .loaders import LoadReport, load_file, load_folder
 from .mmr import mmr, mmr_search
+from .navec import NavecEmbedder, navec_path
 from .plural import plural, plural_form
 from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder, RemoteError, post_json
@@ -59,6 +60,7 @@ __all__ = [
     "Index",
     "LexicalPairScorer",
     "MiniRagError",
+    "NavecEmbedder",
     "PairScorer",
     "TableChunk",
     "chunk_spans",
@@ -75,6 +77,7 @@ __all__ = [
     "l2_normalize",
     "mmr",
     "mmr_search",
+    "navec_path",
     "rerank",
     "rrf",
     "search_rerank",
