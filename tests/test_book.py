@@ -20,6 +20,9 @@ import yaml
 from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from agreement import disagreements  # noqa: E402
+
 SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
 
@@ -109,6 +112,99 @@ def test_no_solution_or_hidden_test_reaches_the_site(built_book):
             text = path.read_text(encoding="utf-8", errors="replace")
             for marker in SECRET_MARKERS:
                 assert marker not in text, f"{path.relative_to(built_book)}: на сайт попало «{marker}»"
+
+
+def page_soup(built_book, page) -> BeautifulSoup:
+    return BeautifulSoup((built_book / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+
+
+def article(soup: BeautifulSoup):
+    return soup.select_one("article") or soup.select_one("main")
+
+
+def prose_text(soup: BeautifulSoup) -> str:
+    """Текст страницы без кода, выходов ячеек и отрисованных формул: то, что читают как прозу."""
+    main = BeautifulSoup(str(article(soup)), "html.parser")
+    for node in main.select("pre, code, .cell_input, .cell_output, .math, script, .headerlink"):
+        node.decompose()
+    return main.get_text(" ")
+
+
+@pytest.mark.slow
+def test_no_glue_call_in_any_visible_code(built_book):
+    for page in toc_files():
+        inputs = page_soup(built_book, page).select(".cell_input, div.highlight")
+        leaked = [i.get_text()[:120] for i in inputs if "glue(" in i.get_text()]
+        assert not leaked, f"{page}: вызов glue( виден читателю — перенеси его в ячейку с тегом remove-cell: {leaked[0]}"
+
+
+@pytest.mark.slow
+def test_no_raw_traceback_on_any_page(built_book):
+    markers = ("Traceback (most recent call last)", "-" * 40, "site-packages", "/tmp/")
+    for page in toc_files():
+        soup = page_soup(built_book, page)
+        for output in soup.select(".cell_output, .output"):
+            text = output.get_text()
+            found = [m for m in markers if m in text]
+            assert not found, f"{page}: в выводе сырая трассировка или путь машины сборки ({found[0]!r}):\n{text[:400]}"
+
+
+@pytest.mark.slow
+def test_no_formula_left_wrapped_in_dollars(built_book):
+    for page in toc_files():
+        text = prose_text(page_soup(built_book, page))
+        assert "$" not in text, f"{page}: формула не отрисовалась и видна в «$»: …{text[text.index('$') - 60:text.index('$') + 60]}…"
+
+
+PREPOSITIONS = {"в", "во", "из", "на", "к", "ко", "по", "о", "об", "до", "от", "с", "со", "для", "после", "при",
+                "у", "без", "про", "за"}
+
+
+def page_titles(built_book) -> set[str]:
+    titles = set()
+    for page in toc_files():
+        soup = page_soup(built_book, page)
+        for heading in soup.select("main h1, main h2"):
+            titles.add(heading.get_text(" ", strip=True).rstrip("#").strip())
+    return titles
+
+
+@pytest.mark.slow
+def test_no_cross_reference_title_after_a_preposition(built_book):
+    titles = page_titles(built_book)
+    problems = []
+    for page in toc_files():
+        for link in article(page_soup(built_book, page)).select("a.reference.internal"):
+            text = link.get_text(" ", strip=True)
+            before = link.previous_sibling
+            before = before if isinstance(before, str) else ""
+            words = re.findall(r"[\w-]+", before[-20:].lower())
+            right_after = before.endswith((" ", "\n", "\xa0"))
+            if right_after and words and words[-1] in PREPOSITIONS \
+                    and (text in titles or re.match(r"(Глава|Лабораторная) \d+\.", text)):
+                problems.append(f"{page}: «{words[-1]} {text}»")
+    assert not problems, "после предлога стоит заголовок в именительном падеже — дай ссылке свой текст:\n" + \
+        "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_numbers_agree_with_nouns(built_book):
+    problems = []
+    for page in toc_files():
+        text = article(page_soup(built_book, page)).get_text(" ")
+        problems += [f"{page}: {p}" for p in disagreements(text)]
+    assert not problems, "число и существительное не согласованы (используй minirag.plural):\n" + "\n".join(problems)
+
+
+MAX_PAGE_CHARS = 40_000
+
+
+@pytest.mark.slow
+def test_no_chapter_page_is_a_survey(built_book):
+    for page in chapter_notebooks():
+        text = re.sub(r"\s+", " ", article(page_soup(built_book, page)).get_text(" "))
+        assert len(text) <= MAX_PAGE_CHARS, (f"{page}: {len(text)} символов текста, больше {MAX_PAGE_CHARS}: "
+                                             f"раздели главу на сфокусированные")
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,15 @@ from .chunkers import TableChunk, code_chunks, semantic_chunks, table_chunks
 from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, LabeledQuery
 from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
-from .evaluate import EvaluationReport, evaluate, hit_at_k, precision_at_k, recall_at_k, reciprocal_rank
+from .evaluate import (
+    EvaluationReport,
+    evaluate,
+    hit_at_k,
+    precision_at_k,
+    random_hit_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 from .expand import doc_vectors, expand_neighbors, hierarchical_search
 from .generate import Answer, ExtractiveGenerator, Generator, answer
 from .hybrid import exact_phrases, force_exact, hybrid_search, index_bm25, rrf
@@ -47,6 +55,7 @@ __all__ = [
     "plural",
     "plural_form",
     "precision_at_k",
+    "random_hit_at_k",
     "recall_at_k",
     "reciprocal_rank",
     "BM25",
