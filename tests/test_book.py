@@ -140,12 +140,13 @@ def test_no_glue_call_in_any_visible_code(built_book):
 
 @pytest.mark.slow
 def test_no_raw_traceback_on_any_page(built_book):
-    markers = ("Traceback (most recent call last)", "-" * 40, "site-packages", "/tmp/")
+    # трассировка Python или IPython (строка из дефисов, затем имя исключения) и пути машины сборки
+    markers = re.compile(r"Traceback \(most recent call last\)|-{20,}\s*\n\s*\w*(?:Error|Exception)|site-packages|File /")
     for page in toc_files():
         soup = page_soup(built_book, page)
         for output in soup.select(".cell_output, .output"):
             text = output.get_text()
-            found = [m for m in markers if m in text]
+            found = [m.group(0) for m in markers.finditer(text)]
             assert not found, f"{page}: в выводе сырая трассировка или путь машины сборки ({found[0]!r}):\n{text[:400]}"
 
 
@@ -191,8 +192,10 @@ def test_no_cross_reference_title_after_a_preposition(built_book):
 def test_numbers_agree_with_nouns(built_book):
     problems = []
     for page in toc_files():
-        text = article(page_soup(built_book, page)).get_text(" ")
-        problems += [f"{page}: {p}" for p in disagreements(text)]
+        soup = page_soup(built_book, page)
+        # проза целиком, а выводы ячеек — построчно: числа в соседних строках вывода друг к другу не относятся
+        outputs = [line for out in soup.select(".cell_output") for line in out.get_text().splitlines()]
+        problems += [f"{page}: {p}" for text in [prose_text(soup), *outputs] for p in disagreements(text)]
     assert not problems, "число и существительное не согласованы (используй minirag.plural):\n" + "\n".join(problems)
 
 
@@ -205,6 +208,66 @@ def test_no_chapter_page_is_a_survey(built_book):
         text = re.sub(r"\s+", " ", article(page_soup(built_book, page)).get_text(" "))
         assert len(text) <= MAX_PAGE_CHARS, (f"{page}: {len(text)} символов текста, больше {MAX_PAGE_CHARS}: "
                                              f"раздели главу на сфокусированные")
+
+
+def hit3_on_demo(embedder) -> float:
+    from minirag import DEMO_DOCS, DEMO_QUERIES, Index, evaluate
+
+    return evaluate(Index.build(DEMO_DOCS, embedder), DEMO_QUERIES, ks=(3,)).overall["hit@3"]
+
+
+@pytest.mark.slow
+def test_dimension_sweep_is_computed_when_the_book_is_built(built_book):
+    """Глава 8 печатает hit@3 hash-эмбеддера при разных dim — те же числа, что считает библиотека сейчас."""
+    from minirag import HashEmbedder
+
+    soup = page_soup(built_book, "book/08_hash_failures")
+    assert soup.select_one("#fig-ch8-dims img"), "нет рисунка с размерностями (fig-ch8-dims)"
+    output = next((o.get_text() for o in soup.select(".cell_output") if "dim=4096" in o.get_text()
+                   and "без средств" in o.get_text()), None)
+    assert output, "в главе 8 нет напечатанной таблицы hit@3 по размерностям"
+    header = next(line for line in output.splitlines() if "dim=4096" in line)
+    dims = [int(d) for d in re.findall(r"dim=(\d+)", header)]
+    row = next(line for line in output.splitlines() if line.startswith("без средств"))
+    printed = [float(x) for x in re.findall(r"\d\.\d\d", row)]
+    assert printed == [round(hit3_on_demo(HashEmbedder(d)), 2) for d in dims]
+
+
+@pytest.mark.slow
+def test_trained_embedder_comparison_is_computed_when_the_book_is_built(built_book):
+    """Глава 9 печатает hit@3 по всем запросам для hash dim=96, честной dim, navec, BM25 и гибрида — как библиотека."""
+    from minirag import (
+        DEMO_DOCS,
+        DEMO_QUERIES,
+        HashEmbedder,
+        Index,
+        NavecEmbedder,
+        hit_at_k,
+        hybrid_search,
+        index_bm25,
+        tokenize,
+    )
+
+    table = next(t for t in page_soup(built_book, "book/09_bm25_hybrid").select("table") if "navec" in t.get_text())
+    header = [th.get_text(strip=True) for th in table.select("thead th")]
+    row = next(tr for tr in table.select("tbody tr") if "все запросы с ответом" in tr.get_text())
+    printed = dict(zip(header, [td.get_text(strip=True).strip("*") for td in row.select("td")]))
+    fair_dim = int(re.search(r"hash, dim=(\d+)", " ".join(h for h in header if h != "hash, dim=96")).group(1))
+    fair = Index.build(DEMO_DOCS, HashEmbedder(fair_dim, stem=True))
+    bm25 = index_bm25(fair)
+    labeled = [q for q in DEMO_QUERIES if q.relevant]
+
+    def hit3(search):
+        return sum(hit_at_k(search(q.text), q.relevant, 3) for q in labeled) / len(labeled)
+
+    expected = {
+        "hash, dim=96": hit3_on_demo(HashEmbedder(96)),
+        f"hash, dim={fair_dim}": hit3_on_demo(HashEmbedder(fair_dim, stem=True)),
+        "navec": hit3_on_demo(NavecEmbedder()),
+        "BM25": hit3(lambda q: [fair.chunk(i).doc_id for i, _ in bm25.search(tokenize(q, stem=True), 3)]),
+        "гибрид": hit3(lambda q: [h.doc_id for h in hybrid_search(fair, q, k=3, bm25=bm25, exact=False)]),
+    }
+    assert {name: float(printed[name]) for name in expected} == {k: round(v, 2) for k, v in expected.items()}
 
 
 @pytest.fixture(scope="session")
