@@ -9,10 +9,14 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 import threading
+import venv
 from pathlib import Path
 
 import pytest
@@ -76,6 +80,67 @@ def unexpected_errors(html: str) -> list[str]:
         if cell is None or "tag_raises-exception" not in cell.get("class", []):
             errors.append(output.get_text())
     return errors
+
+
+def repository_url() -> str:
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+
+
+def first_cell(page: str) -> dict:
+    return json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"][0]
+
+
+@pytest.mark.parametrize("page", chapter_notebooks())
+def test_every_chapter_starts_with_a_quiet_setup_step_that_installs_the_course_from_the_books_repository(page):
+    cell = first_cell(page)
+    source = "".join(cell["source"])
+    assert cell["cell_type"] == "code" and "hide-input" in cell["metadata"].get("tags", []), \
+        f"{page}: первая ячейка — «Подготовка», видимая в ноутбуке и свёрнутая на сайте (тег hide-input)"
+    assert 'find_spec("minirag") is None' in source, f"{page}: подготовка должна ничего не делать, если minirag есть"
+    assert f'"git+{repository_url()}"' in source, f"{page}: ставить библиотеку нужно из репозитория книги"
+    chapter = "".join("".join(c["source"]) for c in json.loads((ROOT / f"{page}.ipynb").read_text())["cells"][1:])
+    if "NavecEmbedder" in chapter:
+        assert "minirag[navec]" in source, f"{page}: глава берёт NavecEmbedder — поставь minirag[navec]"
+
+
+@pytest.mark.slow
+def test_setup_step_installs_the_course_into_a_fresh_environment_and_the_chapter_runs(tmp_path):
+    """Чистое окружение без minirag: «Подготовка» ставит его из локального пути (без сети), и глава выполняется."""
+    source = tmp_path / "course"   # копия пакета: сборка не пишет в рабочую копию
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "src" / "minirag", source / "src" / "minirag", ignore=shutil.ignore_patterns("__pycache__"))
+    # остальные пакеты курса видны из текущего окружения, а сам minirag — нет
+    shadow = tmp_path / "packages"
+    shadow.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(("minirag", "__editable__", "__pycache__")):
+            (shadow / entry.name).symlink_to(entry)
+    fresh = tmp_path / "venv"
+    venv.create(fresh, with_pip=False)
+    python = fresh / "bin" / "python"
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "course-packages.pth").write_text(str(shadow) + "\n", encoding="utf-8")
+    kernels = tmp_path / "jupyter" / "kernels" / "fresh"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({"argv": [str(python), "-m", "ipykernel_launcher", "-f",
+                                                              "{connection_file}"], "display_name": "fresh",
+                                                     "language": "python"}), encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if key not in {"VIRTUAL_ENV", "PYTHONPATH"}}
+    env.update(MINIRAG_SOURCE=source.as_uri(), PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
+               JUPYTER_PATH=str(tmp_path / "jupyter"), PATH=f"{fresh / 'bin'}:{env.get('PATH', '')}")
+    check = [python, "-c", "import importlib.util; print(importlib.util.find_spec('minirag'))"]
+    assert subprocess.run(check, capture_output=True, text=True, env=env).stdout.strip() == "None"
+    run = ("import nbformat, sys; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], as_version=4); "
+           "NotebookClient(nb, kernel_name='fresh', timeout=300, resources={'metadata': {'path': sys.argv[2]}}).execute()")
+    result = subprocess.run([python, "-c", run, str(ROOT / "book" / "02_cosine.ipynb"), str(tmp_path)],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    installed = subprocess.run([python, "-c", "import minirag; print(minirag.__file__)"], capture_output=True,
+                               text=True, env=env).stdout.strip()
+    assert installed.startswith(purelib), f"minirag должен стоять в свежем окружении, а он в {installed}"
 
 
 @pytest.fixture(scope="session")
