@@ -65,11 +65,11 @@ def reciprocal_rank(ranked: Sequence[str], relevant) -> float:
     return next((1.0 / rank for rank, doc_id in enumerate(_ranked(ranked), start=1) if doc_id in relevant), 0.0)
 
 
-def random_hit_at_k(index: Index, labeled, k: int = 3) -> float:
+def random_hit_at_k(index, labeled, k: int = 3) -> float:
     """Ожидаемый hit@k, если брать k чанков индекса наугад: базовая линия для любого hit@k.
 
     Для запроса с r чанками релевантных документов из N: ``1 − C(N − r, k) / C(N, k)``, среднее по
-    запросам с ответом. Пример: ``random_hit_at_k(index, DEMO_QUERIES, k=3)`` → ``0.08…``.
+    запросам с ответом. Пример: ``random_hit_at_k(index, DEMO_QUERIES, k=3)`` → ``0.09…``.
     Глава 7. Оценка поиска.
     """
     k = require_k(k)
