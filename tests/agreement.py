@@ -42,8 +42,9 @@ NOUNS = [
 GENITIVE_BEFORE = {"из", "до", "от", "около", "более", "менее", "больше", "меньше", "свыше", "для", "без", "кроме",
                    "среди", "после", "вместо", "против"}
 _FORMS = {form: noun for noun in NOUNS for form in noun}
-_RE = re.compile(r"(?<![\w.,])(?:(\w+)\s+)?(\d+)\s+(" + "|".join(sorted(_FORMS, key=len, reverse=True)) + r")(?!\w)",
-                 re.IGNORECASE)
+# «33 балла»: число (не часть «2.5», «0/33», «v1») и одно слово через один пробел — колонки таблиц не в счёт
+_RE = re.compile(r"(?<![\w.,/])(?:(\w+)[ \u00a0])?(\d+)[ \u00a0](" + "|".join(sorted(_FORMS, key=len, reverse=True))
+                 + r")(?!\w)", re.IGNORECASE)
 
 
 def disagreements(text: str) -> list[str]:

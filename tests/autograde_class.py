@@ -280,7 +280,7 @@ def hostile_cases(lab: Lab) -> list[Case]:
                               f"display(HTML('<img src=x onerror=\"{SCRIPT}\">'))\n"
                               f"display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"><script>{SCRIPT}</script></svg>'))")
     out.append(Case("html_outputs", {name: dumps(nb)}, "ok", lab.total(),
-                    "вывод application/javascript, image/svg+xml, text/html не показывается",
+                    "text/html не показывается",
                     "HTML, JavaScript и SVG в выводе"))
     answer = ("Косинус сравнивает направления векторов, а не их длину. " * 8
               + f"<img src=x onerror=\"fetch('/api/contents/solutions').then(r => {{{SCRIPT}}})\">"
