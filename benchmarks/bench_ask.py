@@ -1,0 +1,296 @@
+"""Бенчмарк командной строки «спроси свои файлы»: чем выбраны умолчания и что они дают.
+
+Три части, всё без сети:
+
+1. **Поиск** (выбор эмбеддера и метода по умолчанию): hit@3 и MRR на dev-части размеченных
+   запросов курса (``DEMO_DEV``, вопросы с ответом) для настроек hash-эмбеддера, navec, BM25 и
+   гибрида. Побеждает наибольший hit@3 на dev, при равенстве — больший MRR, затем меньший индекс.
+   Test (``DEMO_TEST``) печатается рядом и в выборе не участвует.
+2. **Ответ** (квантиль калибровки порога и доля слов вопроса в цитируемом предложении): вопросы
+   dev из ``benchmarks/ask_questions.json`` на dev-корпусе (демо-корпус файлами и два README).
+   Выбирается наибольшее число ответов с фактом при условии, что отказ получили все вопросы не о
+   корпусе; при равенстве — более осторожный порог (больший квантиль, затем большая доля).
+3. **Итог** через командную строку (``python -m minirag index`` и ``ask``) на test-корпусе, на
+   котором ничего не подбиралось: README.md, докстринги модулей minirag и markdown-ячейки глав,
+   выгруженные во временную папку. Те же вопросы задаются новой версии (этот код) и прежней
+   (``--baseline``, по умолчанию коммит до калибровки: hash-эмбеддер dim = 96, без порога,
+   предложения по косинусу), у которой код берётся из git во временную папку.
+
+Запуск из корня репозитория: ``python benchmarks/bench_ask.py`` (``--skip-baseline`` — без
+прежней версии, ``--only final`` — только итог). Код выхода 1, если умолчания библиотеки не
+совпали с выбранными на dev или итог на test не достиг цели (факт в ≥ 80 % ответов, отказ на
+всех вопросах не о корпусе).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import itertools
+import json
+import os
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = Path(__file__).with_name("ask_questions.json")
+BASELINE = "9168534"  # последний коммит main до калибровки порога и нового экстрактивного ответа
+GOAL_FACTS, GOAL_REFUSED = 0.8, 1.0
+
+
+def questions() -> dict:
+    """Вопросы dev и test: {"dev"|"test": {"facts": [{"question", "fact"}], "off_topic": [...]}}."""
+    return json.loads(QUESTIONS.read_text(encoding="utf-8"))
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().replace("ё", "е").split())
+
+
+def holds(answer: str, facts: list[str]) -> bool:
+    """Есть ли в ответе один из вариантов факта (без учёта регистра и пробелов, ё = е)."""
+    return any(_norm(fact) in _norm(answer) for fact in facts)
+
+
+def export_dev_corpus(folder: Path) -> Path:
+    """Dev-корпус файлами: документы демо-корпуса (первая строка — заголовок) и два README."""
+    from minirag import DEMO_DOCS
+
+    (folder / "demo").mkdir(parents=True, exist_ok=True)
+    for doc in DEMO_DOCS:
+        (folder / "demo" / f"{doc.id}.txt").write_text(f"{doc.title}\n\n{doc.text}\n", encoding="utf-8")
+    shutil.copy(ROOT / "src" / "minirag" / "demo" / "README.md", folder / "demo_corpus_README.md")
+    shutil.copy(ROOT / "benchmarks" / "README.md", folder / "benchmarks_README.md")
+    return folder
+
+
+def export_test_corpus(folder: Path) -> Path:
+    """Test-корпус файлами: README.md, markdown-ячейки каждой главы и докстринги каждого модуля minirag."""
+    import minirag
+
+    (folder / "book").mkdir(parents=True, exist_ok=True)
+    (folder / "minirag").mkdir(exist_ok=True)
+    shutil.copy(ROOT / "README.md", folder / "README.md")
+    for notebook in sorted((ROOT / "book").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        text = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        (folder / "book" / f"{notebook.stem}.md").write_text(text + "\n", encoding="utf-8")
+    for info in pkgutil.iter_modules(minirag.__path__):
+        module = importlib.import_module(f"minirag.{info.name}")
+        parts = [f"# minirag.{info.name}", inspect.cleandoc(module.__doc__ or "")]
+        for name, obj in vars(module).items():
+            public = not name.startswith("_") and (inspect.isclass(obj) or inspect.isfunction(obj))
+            if public and obj.__module__ == module.__name__ and obj.__doc__:
+                parts += [f"## {name}", inspect.cleandoc(obj.__doc__)]
+        (folder / "minirag" / f"{info.name}.md").write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    return folder
+
+
+# ---------- 1. поиск ----------
+def retrieval_candidates():
+    """(имя, эмбеддер, метод): настройки, среди которых выбирается поиск по умолчанию."""
+    from minirag import HashEmbedder, NavecEmbedder
+
+    embedders = {f"hash(dim={d}{', stem' if s else ''}{', 3–5-граммы' if g else ''})":
+                 (lambda d=d, s=s, g=g: HashEmbedder(d, stem=s, char_ngrams=(3, 5) if g else None))
+                 for d, s, g in itertools.product((96, 256, 1024, 4096), (False, True), (False, True))}
+    embedders["navec (sif)"] = NavecEmbedder
+    embedders["navec (mean)"] = lambda: NavecEmbedder(weighting="mean")
+    for name, make in embedders.items():
+        for method in ("cosine", "bm25", "hybrid"):
+            yield name, make, method
+
+
+def rank(index, method: str, bm25, query: str, k: int = 10):
+    """Doc_id лучших k чанков запроса выбранным методом (как в ``python -m minirag ask``)."""
+    from minirag import hybrid_search, tokenize
+
+    if method == "cosine":
+        return [h.doc_id for h in index.search(query, k=k)]
+    if method == "hybrid":
+        return [h.doc_id for h in hybrid_search(index, query, k=k, bm25=bm25)]
+    stem = bool(getattr(index.embedder, "stem", False))
+    return [index.chunk(i).doc_id for i, _ in bm25.search(tokenize(query, stem=stem), k)]
+
+
+def retrieval_table() -> list[dict]:
+    """hit@3 и MRR на dev и test для каждой настройки поиска; BM25 зависит только от стемминга."""
+    from minirag import DEMO_DEV, DEMO_DOCS, DEMO_TEST, Index, hit_at_k, index_bm25, reciprocal_rank
+
+    rows, seen_bm25 = [], set()
+    for name, make, method in retrieval_candidates():
+        embedder = make()
+        stem = bool(getattr(embedder, "stem", False))
+        if method == "bm25" and stem in seen_bm25:
+            continue
+        seen_bm25 |= {stem} if method == "bm25" else set()
+        index = Index.build(DEMO_DOCS, embedder)
+        bm25 = index_bm25(index) if method != "cosine" else None
+        row = {"embedder": "tokens" + (", stem" if stem else "") if method == "bm25" else name, "method": method,
+               "dim": int(index.vectors.shape[1])}
+        for split, labeled in (("dev", DEMO_DEV), ("test", DEMO_TEST)):
+            answerable = [q for q in labeled if q.relevant]
+            ranked = [rank(index, method, bm25, q.text) for q in answerable]
+            row[f"{split}_hit3"] = float(np.mean([hit_at_k(r, q.relevant, 3) for r, q in zip(ranked, answerable)]))
+            row[f"{split}_mrr"] = float(np.mean([reciprocal_rank(r, q.relevant) for r, q in zip(ranked, answerable)]))
+        rows.append(row)
+    return rows
+
+
+def best_retrieval(rows: list[dict]) -> dict:
+    """Наибольший hit@3 на dev, затем MRR на dev, затем меньшая размерность."""
+    return max(rows, key=lambda r: (round(r["dev_hit3"], 6), round(r["dev_mrr"], 6), -r["dim"]))
+
+
+# ---------- 2. ответ ----------
+def answer_grid(folder: Path, split: str = "dev") -> list[dict]:
+    """Ответы с фактом и отказы для сетки (квантиль калибровки × доля слов вопроса) на индексе по умолчанию."""
+    from minirag import REFUSAL, ExtractiveGenerator, Index, load_folder
+    from minirag.__main__ import DEFAULT_EMBEDDER, EMBEDDERS
+    from minirag.calibrate import unrelated_scores
+
+    data = questions()[split]
+    index = Index.build(load_folder(folder).docs, EMBEDDERS[DEFAULT_EMBEDDER]())
+    scores = unrelated_scores(index)
+    rows = []
+    for quantile, coverage in itertools.product((0.5, 0.75, 0.9, 0.95, 0.99), (0.25, 0.34, 0.5)):
+        threshold = float(np.quantile(scores, quantile, method="higher"))
+        generator = ExtractiveGenerator(threshold=coverage)
+        facts = sum(holds(generator.answer_from(f["question"], index.search(f["question"], k=3, threshold=threshold)),
+                          f["fact"]) for f in data["facts"])
+        refused = sum(generator.answer_from(q, index.search(q, k=3, threshold=threshold)) == REFUSAL
+                      for q in data["off_topic"])
+        rows.append({"quantile": quantile, "coverage": coverage, "threshold": threshold, "facts": facts,
+                     "n_facts": len(data["facts"]), "refused": refused, "n_off": len(data["off_topic"])})
+    return rows
+
+
+def best_answer(rows: list[dict]) -> dict:
+    """Больше всего ответов с фактом при отказе на всех вопросах не о корпусе; при равенстве — осторожнее."""
+    allowed = [r for r in rows if r["refused"] == r["n_off"]] or rows
+    return max(allowed, key=lambda r: (r["facts"], r["quantile"], r["coverage"]))
+
+
+# ---------- 3. итог через командную строку ----------
+_ANSWER_RE = re.compile(r"^Ответ \([^)]*\):\n  (.*)$", re.MULTILINE)
+
+
+def cli_answer(stdout: str) -> str:
+    """Текст ответа из вывода ``python -m minirag ask``."""
+    found = _ANSWER_RE.search(stdout)
+    if found is None:
+        raise RuntimeError(f"В выводе ask нет строки «Ответ (…):»:\n{stdout}")
+    return found.group(1)
+
+
+def run_cli(src: Path, *args: str) -> str:
+    """``python -m minirag ARGS`` с пакетом minirag из папки ``src``; вывод (stdout)."""
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONUTF8": "1"}
+    result = subprocess.run([sys.executable, "-m", "minirag", *args], capture_output=True, text=True, env=env,
+                            timeout=600)
+    if result.returncode != 0:
+        raise RuntimeError(f"python -m minirag {' '.join(args)}: код {result.returncode}\n{result.stderr}")
+    return result.stdout
+
+
+def final_figures(src: Path, corpus: Path, workdir: Path, split: str = "test") -> dict:
+    """Факты и отказы на корпусе через ``index`` и ``ask`` версии minirag из ``src``; время и размер индекса."""
+    data = questions()[split]
+    index_file = workdir / f"{src.parent.name}.minirag"
+    started = time.perf_counter()
+    run_cli(src, "index", str(corpus), "--out", str(index_file))
+    seconds = time.perf_counter() - started
+    answers = {f["question"]: cli_answer(run_cli(src, "ask", f["question"], "--index", str(index_file)))
+               for f in data["facts"]}
+    off = {q: cli_answer(run_cli(src, "ask", q, "--index", str(index_file))) for q in data["off_topic"]}
+    from minirag import REFUSAL
+
+    return {"facts": sum(holds(answers[f["question"]], f["fact"]) for f in data["facts"]), "n_facts": len(data["facts"]),
+            "refused": sum(a == REFUSAL for a in off.values()), "n_off": len(off), "answers": answers, "off": off,
+            "index_seconds": seconds, "index_bytes": index_file.stat().st_size}
+
+
+def baseline_src(revision: str, workdir: Path) -> Path:
+    """Код minirag прежней версии из git в ``workdir/baseline/src``."""
+    target = workdir / "baseline"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "src/minirag"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target / "src"
+
+
+def _print_final(label: str, r: dict) -> None:
+    print(f"{label}: факт в ответе {r['facts']} из {r['n_facts']} ({r['facts'] / r['n_facts']:.0%}), "
+          f"отказ на вопросах не о корпусе {r['refused']} из {r['n_off']}; index {r['index_seconds']:.1f} с, "
+          f"файл {r['index_bytes'] / 1e6:.1f} МБ")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default=BASELINE, help="коммит прежней версии (по умолчанию %(default)s)")
+    parser.add_argument("--skip-baseline", action="store_true", help="не мерить прежнюю версию")
+    parser.add_argument("--only", choices=("retrieval", "answer", "final"), help="только одна часть")
+    parser.add_argument("--verbose", action="store_true", help="печатать каждый ответ итога")
+    args = parser.parse_args(argv)
+    from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_METHOD, DEV_HIT3, EMBEDDERS
+    from minirag.calibrate import QUANTILE
+    from minirag.generate import COVERAGE
+
+    failures = []
+    if args.only in (None, "retrieval"):
+        print("1. Поиск: hit@3 и MRR на DEMO_DEV (выбор) и DEMO_TEST (только для сведения)\n")
+        rows = retrieval_table()
+        print(f"{'эмбеддер':34s} {'метод':7s} {'dev hit@3':>9s} {'dev MRR':>8s} {'test hit@3':>10s} {'test MRR':>9s}")
+        for r in rows:
+            print(f"{r['embedder']:34s} {r['method']:7s} {r['dev_hit3']:9.3f} {r['dev_mrr']:8.3f} "
+                  f"{r['test_hit3']:10.3f} {r['test_mrr']:9.3f}")
+        best = best_retrieval(rows)
+        print(f"\nВыбрано: {best['embedder']}, {best['method']} — dev hit@3 {best['dev_hit3']:.3f}, MRR {best['dev_mrr']:.3f}")
+        default = EMBEDDERS[DEFAULT_EMBEDDER]()
+        if best["method"] != DEFAULT_METHOD or best["dim"] != getattr(default, "dim", None):
+            failures.append(f"умолчание CLI ({default!r}, {DEFAULT_METHOD}) не совпадает с выбранным на dev")
+        print(f"В справке CLI: {DEV_HIT3}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        if args.only in (None, "answer"):
+            print("2. Ответ: вопросы dev на dev-корпусе, индекс по умолчанию, k = 3\n")
+            grid = answer_grid(export_dev_corpus(workdir / "dev"))
+            for r in grid:
+                print(f"квантиль {r['quantile']:<5g} порог {r['threshold']:.3f} доля слов ≥ {r['coverage']:<5g} "
+                      f"факт {r['facts']}/{r['n_facts']}  отказ {r['refused']}/{r['n_off']}")
+            chosen = best_answer(grid)
+            print(f"\nВыбрано: квантиль {chosen['quantile']:g}, доля слов {chosen['coverage']:g}\n")
+            if (chosen["quantile"], chosen["coverage"]) != (QUANTILE, COVERAGE):
+                failures.append(f"умолчания (QUANTILE={QUANTILE}, COVERAGE={COVERAGE}) не совпадают с выбранными на dev")
+        if args.only in (None, "final"):
+            print("3. Итог через командную строку на test-корпусе (README, докстринги, главы)\n")
+            corpus = export_test_corpus(workdir / "test")
+            new = final_figures(ROOT / "src", corpus, workdir)
+            _print_final("новые умолчания ", new)
+            if args.verbose:
+                for q, a in {**new["answers"], **new["off"]}.items():
+                    print(f"  {q} → {a}")
+            if not args.skip_baseline:
+                old = final_figures(baseline_src(args.baseline, workdir), corpus, workdir)
+                _print_final(f"прежние ({args.baseline})", old)
+                print(f"отношение новое/прежнее: время index {new['index_seconds'] / old['index_seconds']:.1f}×, "
+                      f"размер файла {new['index_bytes'] / old['index_bytes']:.1f}×")
+            if new["facts"] < GOAL_FACTS * new["n_facts"] or new["refused"] < GOAL_REFUSED * new["n_off"]:
+                failures.append("итог на test ниже цели: факт ≥ 80 %, отказ на всех вопросах не о корпусе")
+    for failure in failures:
+        print(f"НЕ ВЫПОЛНЕНО: {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
