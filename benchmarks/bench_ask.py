@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = Path(__file__).with_name("ask_questions.json")
 BASELINE = "9168534"  # последний коммит main до калибровки порога и нового экстрактивного ответа
 GOAL_FACTS, GOAL_REFUSED = 0.8, 1.0
+ASK_SECTION = "## Свои файлы:"  # заголовок раздела benchmarks/README.md об этом бенчмарке
 
 
 def questions() -> dict:
@@ -69,7 +70,9 @@ def export_dev_corpus(folder: Path) -> Path:
     for doc in DEMO_DOCS:
         (folder / "demo" / f"{doc.id}.txt").write_text(f"{doc.title}\n\n{doc.text}\n", encoding="utf-8")
     shutil.copy(ROOT / "src" / "minirag" / "demo" / "README.md", folder / "demo_corpus_README.md")
-    shutil.copy(ROOT / "benchmarks" / "README.md", folder / "benchmarks_README.md")
+    readme = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    # раздел об этом бенчмарке — не часть dev-корпуса: иначе его результаты меняли бы корпус, на котором выбраны
+    (folder / "benchmarks_README.md").write_text(readme.split(ASK_SECTION)[0], encoding="utf-8")
     return folder
 
 
