@@ -5,12 +5,13 @@
 источниками (``prompt``) → ответ (``generate``) → проверка цитат. Под ними лежат общие типы
 (``types``), проверки входа (``validate``) и ошибки (``errors``); над ними — приёмы главы 9
 (``bm25``, ``hybrid``, ``mmr``, ``rerank``, ``expand``, ``chunkers``) и главы 10 (``assist``,
-``remote``, ``loaders``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
+``remote``, ``loaders``, ``calibrate``, ``sentences``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
 Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``.
 """
 
 from .assist import QueryCache, Retrieval, expand_query, expanded_search, hyde, iterative_search
 from .bm25 import BM25
+from .calibrate import Calibration, calibrate, unrelated_scores
 from .chunk import chunk_spans, chunk_text
 from .chunkers import TableChunk, code_chunks, semantic_chunks, table_chunks
 from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, Corpus, load_corpus
@@ -58,7 +59,7 @@ __all__ = [
     # глава 10: от поиска к ответу, свои файлы, настоящие модели
     "Generator", "ExtractiveGenerator", "Answer", "answer",
     "hyde", "expand_query", "expanded_search", "iterative_search", "Retrieval", "QueryCache",
-    "load_file", "load_folder", "LoadReport",
+    "load_file", "load_folder", "LoadReport", "calibrate", "Calibration", "unrelated_scores",
     "OllamaEmbedder", "OpenAIEmbedder", "OllamaChat", "OpenAIChat", "RemoteError",
     # русские числа в сообщениях книги, лабораторных и проверки
     "plural", "plural_form",
