@@ -131,5 +131,8 @@ class NavecEmbedder:
         return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
     def embed_one(self, text: str) -> np.ndarray:
-        """Вектор одного текста, форма (300,). Пример: ``NavecEmbedder().embed_one("8821")`` → нули."""
+        """Вектор одного текста, форма (300,); у текста без известных слов — нули.
+
+        Пример: ``NavecEmbedder().embed_one("8821").any()`` → ``False``.
+        """
         return self.embed([require_text(text)])[0]
