@@ -13,8 +13,11 @@ Snowball) слов вопроса без служебных и вопросит�
 Основа вопроса совпадает со словом предложения, если основы равны, одна — начало другой
 (от четырёх букв: «hash» и «hashembedder») или они отличаются одной буквой (от пяти букв:
 опечатка). Оценка — доля совпавших основ вопроса (``coverage``) и их кучность: совпавшие
-слова стоят рядом или вразброс по длинному предложению. Модуль не знает про поиск и индекс,
-не понимает синонимов и смысла: «отпуск» и «отдых» для него разные слова.
+слова стоят рядом или вразброс по длинному предложению. Предложение читается в своём разделе:
+слова заголовка источника (``context``) тоже засчитываются, если в самом предложении есть
+хотя бы одно слово вопроса. ``headings`` находит заголовки в тексте документа с их местами —
+по ним индекс называет раздел чанка. Модуль не знает про поиск и индекс, не понимает синонимов
+и смысла: «отпуск» и «отдых» для него разные слова.
 """
 
 from __future__ import annotations
@@ -115,6 +118,39 @@ def _units(text: str):
     return units
 
 
+_MD_MARK_RE = re.compile(r"^#{1,6}\s+")
+
+
+def _heading_line(line: str) -> bool:
+    """Строка годится в заголовки: короткая, без знака конца (и без запятой), не пункт, не таблица, не код."""
+    return (0 < len(line) <= HEADING_MAX_CHARS and not _END_RE.search(line) and not line.endswith(",")
+            and not _LIST_RE.match(line) and not line.startswith("|") and not _is_code(line))
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """Заголовки текста: (позиция начала строки, заголовок) по порядку.
+
+    Заголовок — строка после пустой строки (или в начале текста), короткая и без знака конца
+    предложения, за которой идёт пустая строка, конец текста или строка с большой буквы; решётки
+    Markdown («## ») снимаются, строки внутри блоков кода ``` не смотрятся.
+    Пример: ``headings("Отпуск\\n\\nОтпуск — 28 дней.\\n\\nПеренос\\n\\nЗаявление за две недели.")``
+    → ``[(0, 'Отпуск'), (27, 'Перенос')]``. Глава 10. От поиска к ответу.
+    """
+    found, in_fence, offset = [], False, 0
+    lines = text.splitlines(keepends=True)
+    for i, raw in enumerate(lines):
+        line = _MD_MARK_RE.sub("", raw.strip())
+        if _FENCE_RE.match(raw.strip()):
+            in_fence = not in_fence
+        elif not in_fence and _heading_line(line):
+            before = lines[i - 1].strip() if i else ""
+            after = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            if not before and (not after or after[:1].isupper()):
+                found.append((offset, line))
+        offset += len(raw)
+    return found
+
+
 def candidate_sentences(text: str, *, code: bool = False) -> list[str]:
     """Предложения чанка, которые можно цитировать: без заголовков и маркеров списков; код — только с ``code=True``.
 
@@ -192,19 +228,26 @@ class Match:
         return self.coverage * (0.9 + 0.1 * self.compactness)
 
 
-def match(terms: list[str], sentence: str) -> Match:
+def match(terms: list[str], sentence: str, context: str = "") -> Match:
     """Оценить предложение по основам вопроса ``terms`` (из ``question_terms``).
 
+    ``context`` — заголовок источника (документ и раздел): основа вопроса, которой нет в
+    предложении, но есть в заголовке, тоже засчитывается — если в самом предложении нашлась
+    хотя бы одна. Кучность считается только по словам предложения.
     Пример: ``match(question_terms("Сколько дней длится отпуск?"), "Отпуск длится 28 дней.").coverage``
-    → ``1.0``. Глава 10. От поиска к ответу.
+    → ``1.0``; ``match(["отпуск", "перенос"], "Заявление подают за две недели.", "Отпуск").coverage`` → ``0.0``.
+    Глава 10. От поиска к ответу.
     """
     words = tokenize(sentence, stem=True)
-    positions = []
+    around = tokenize(context, stem=True) if context.strip() else []
+    positions, in_context = [], 0
     for term in terms:
         where = next((i for i, word in enumerate(words) if _same(term, word)), None)
         if where is not None:
             positions.append(where)
+        elif any(_same(term, word) for word in around):
+            in_context += 1
     if not terms or not positions:
         return Match(0.0, 0.0)
     span = max(positions) - min(positions) + 1
-    return Match(len(positions) / len(terms), len(positions) / span)
+    return Match((len(positions) + in_context) / len(terms), len(positions) / span)
