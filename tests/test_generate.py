@@ -26,7 +26,7 @@ from minirag import (
     tokenize,
 )
 from minirag.data import DEMO_DOCS, DEMO_QUERIES
-from minirag.sentences import about_code, candidate_sentences, match, question_terms
+from minirag.sentences import about_code, candidate_sentences, headings, match, question_terms
 
 HITS = [
     Hit(1, 0.8, "vacation", 1, "Отпуск", "Ежегодный отпуск длится 28 дней. Его можно делить на части."),
@@ -197,3 +197,30 @@ def test_bad_arguments_are_explained():
         ExtractiveGenerator(threshold=2)
     with pytest.raises(MiniRagError, match="Hit"):
         ExtractiveGenerator().answer_from("вопрос", ["не Hit"])
+
+
+def test_headings_are_short_standalone_lines_and_never_code_or_list_items():
+    text = ("# Руководство\n\nВводный абзац.\n\n## Пропуск в офис\n\nОформляют за день.\n\n"
+            "```\n# комментарий\n\nx = 1\n```\n\n- пункт без точки\n\nСтрока, которая\nпродолжается ниже.\n\nИтоги\n")
+    assert [h for _, h in headings(text)] == ["Руководство", "Пропуск в офис", "Итоги"]
+    assert all(text[offset:].lstrip("# ").startswith(h) for offset, h in headings(text))
+
+
+def test_a_sentence_is_read_with_the_title_of_its_source_but_needs_a_question_word_itself():
+    terms = question_terms("Кто согласует заявку на доступ к системе?")  # соглас, заявк, доступ, систем
+    rule = "Заявку согласуют руководитель и владелец."
+    assert match(terms, rule).coverage == 0.5
+    assert match(terms, rule, "Доступ к системам").coverage == 1.0  # «доступ», «систем» — из заголовка
+    assert match(terms, "Срок — три дня.", "Доступ к системам").coverage == 0.0  # своих слов вопроса нет
+
+
+def test_with_context_the_generator_prefers_the_sentence_from_the_right_section():
+    # оба предложения содержат «заявк» и «соглас»; раздел первого — про отпуск, второго — про доступ
+    hits = [Hit(1, 0.6, "rules.md", 3, "Правила › Отпуск", "Заявку согласует руководитель за две недели."),
+            Hit(2, 0.5, "rules.md", 7, "Правила › Доступ к системам", "Заявку согласует владелец за день.")]
+    query = "Кто согласует заявку на доступ к системе?"
+    assert ExtractiveGenerator(max_sentences=1).answer_from(query, hits) == "Заявку согласует владелец за день [2]."
+    assert ExtractiveGenerator(max_sentences=1, context=False).answer_from(query, hits) == \
+        "Заявку согласует руководитель за две недели [1]."
+    generator = ExtractiveGenerator(max_sentences=1)
+    assert generator.generate(build_prompt(query, hits)) == generator.answer_from(query, hits)  # заголовок — из промпта

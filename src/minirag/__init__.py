@@ -26,7 +26,7 @@ from .loaders import LoadReport, load_file, load_folder
 from .mmr import mmr, mmr_search
 from .navec import NavecEmbedder, navec_path
 from .plural import plural, plural_form
-from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations, parse_prompt
+from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations, parse_prompt, parse_sources
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder, RemoteError
 from .rerank import CrossEncoderScorer, LexicalPairScorer, PairScorer, rerank, search_rerank
 from .text import split_sentences, tokenize
@@ -47,7 +47,7 @@ __all__ = [
     # главы 3–5: порог и top-k, чанкинг, индекс и поиск
     "top_k", "SCORE_TOLERANCE", "chunk_text", "chunk_spans", "Index",
     # глава 6: промпт с источниками и проверка цитат
-    "build_prompt", "parse_prompt", "parse_citations", "check_citations", "CitationReport", "REFUSAL",
+    "build_prompt", "parse_prompt", "parse_sources", "parse_citations", "check_citations", "CitationReport", "REFUSAL",
     # глава 7: оценка поиска и размеченные данные
     "evaluate", "EvaluationReport", "hit_at_k", "precision_at_k", "recall_at_k", "reciprocal_rank",
     "DEMO_DOCS", "DEMO_QUERIES", "DEMO_DEV", "DEMO_TEST", "CATEGORIES", "Corpus", "load_corpus",

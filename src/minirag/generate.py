@@ -20,7 +20,7 @@ import numpy as np
 
 from .embed import Embedder
 from .errors import MiniRagError
-from .prompt import CITATION_RE, REFUSAL, CitationReport, build_prompt, check_citations, parse_prompt
+from .prompt import CITATION_RE, REFUSAL, CitationReport, build_prompt, check_citations, parse_sources
 from .sentences import about_code, candidate_sentences, expects_number, has_number, match, question_terms
 from .types import Hit
 from .validate import index_then_query, renamed, require_hits, require_int, require_number, require_text
@@ -60,14 +60,16 @@ class ExtractiveGenerator:
 
     Кандидаты — предложения чанков без заголовков, маркеров списков и строк кода (код — только
     если вопрос о коде): ``sentences.candidate_sentences``. Каждое оценивается по основам слов
-    вопроса (``sentences.match``): какая доля их есть в предложении и насколько кучно они стоят.
+    вопроса (``sentences.match``): какая доля их есть в предложении и насколько кучно они стоят;
+    с ``context=True`` предложение читается в своём разделе — слова заголовка источника
+    («документ › раздел») засчитываются, если в самом предложении есть хоть одно слово вопроса.
     Ответ — лучшее предложение и ещё до ``max_sentences − 1`` почти таких же хороших (оценка не
     ниже ``runner_up`` от лучшей), каждое — с номером своего источника. Предложение годится, только
     если в нём не меньше доли ``threshold`` основ вопроса; не годится ни одно — ответ ``REFUSAL``.
     При равной оценке выше то, что ближе к вопросу по косинусу эмбеддера ``embedder`` (если он
     передан), затем — раньше в источниках. ``min_score`` — старое имя ``threshold``. Почему так
     устроен вход: протокол даёт генератору только промпт, и этот генератор читает его честно, как
-    модель, — ``generate(prompt)`` достаёт вопрос и источники через ``parse_prompt``;
+    модель, — ``generate(prompt)`` достаёт вопрос и источники с заголовками через ``parse_sources``;
     ``answer_from(query, hits)`` делает то же прямо по найденным чанкам. Детерминирован: тот же
     вход — тот же ответ.
     Пример: ``ExtractiveGenerator(max_sentences=1).answer_from("Сколько дней отпуска?", hits)``
@@ -76,8 +78,10 @@ class ExtractiveGenerator:
     """
 
     def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = MAX_SENTENCES,
-                 threshold: float = COVERAGE, runner_up: float = RUNNER_UP, min_score: float | None = None):
+                 threshold: float = COVERAGE, runner_up: float = RUNNER_UP, context: bool = True,
+                 min_score: float | None = None):
         self.embedder = embedder
+        self.context = bool(context)
         self.max_sentences = require_int(max_sentences, "max_sentences", 1)
         threshold = renamed(threshold, min_score, default=COVERAGE, name="threshold", old_name="min_score")
         self.threshold = require_number(threshold, "threshold", 0.0, 1.0,
@@ -91,18 +95,19 @@ class ExtractiveGenerator:
 
     def __repr__(self) -> str:
         return (f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences}, "
-                f"threshold={self.threshold:g})")
+                f"threshold={self.threshold:g}, context={self.context})")
 
-    def _compose(self, query: str, sources: Sequence[tuple[int, str]]) -> str:
+    def _compose(self, query: str, sources: Sequence[tuple[int, str, str]]) -> str:
         code = about_code(query)
-        candidates: dict[str, tuple[int, str]] = {}  # текст предложения → (номер источника, предложение)
-        for n, text in sources:
+        # текст предложения → (номер источника, предложение, заголовок источника)
+        candidates: dict[str, tuple[int, str, str]] = {}
+        for n, title, text in sources:
             for sentence in candidate_sentences(text.strip(), code=code):
                 key = " ".join(sentence.split())
                 if key not in candidates:  # повтор из перекрытия чанков — один раз
-                    candidates[key] = (n, sentence)
+                    candidates[key] = (n, sentence, title if self.context else "")
         terms = question_terms(query)
-        found = [(n, s, match(terms, s)) for n, s in candidates.values()]
+        found = [(n, s, match(terms, s, title)) for n, s, title in candidates.values()]
         found = [item for item in found if item[2].coverage >= self.threshold and item[2].coverage > 0]
         if not found:
             return REFUSAL
@@ -125,7 +130,7 @@ class ExtractiveGenerator:
         Глава 10. От поиска к ответу.
         """
         require_text(query, "Вопрос")
-        return self._compose(query, [(n, hit.text) for n, hit in enumerate(require_hits(hits), start=1)])
+        return self._compose(query, [(n, hit.title, hit.text) for n, hit in enumerate(require_hits(hits), start=1)])
 
     def generate(self, prompt: str) -> str:
         """Ответ по промпту ``build_prompt``: вопрос и источники [1]…[k] берутся из его текста.
@@ -135,11 +140,11 @@ class ExtractiveGenerator:
         → ``True``.
         Глава 10. От поиска к ответу.
         """
-        parsed = parse_prompt(prompt)
+        parsed = parse_sources(prompt)
         if parsed is None:
             return REFUSAL
-        query, texts = parsed
-        return self._compose(query, list(enumerate(texts, start=1)))
+        query, sources = parsed
+        return self._compose(query, [(n, title, text) for n, (title, text) in enumerate(sources, start=1)])
 
 
 @dataclass(frozen=True)
