@@ -11,7 +11,7 @@ import pytest
 from fakes import ENV, FakeServer, dead_url
 
 from minirag import HashEmbedder, Index, NavecEmbedder, evaluate, hybrid_search, index_bm25, store, tokenize
-from minirag.__main__ import DEFAULT_EMBEDDER, DEV_HIT3, EMBEDDERS, main
+from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, DEV_HIT3, EMBEDDERS, main
 from minirag.data import DEMO_DEV, DEMO_DOCS
 
 
@@ -58,7 +58,7 @@ def test_ask_answers_from_the_saved_index_with_sources_and_checked_citations(bui
     result = run("ask", "Сколько календарных дней длится отпуск?", "--index", str(index), "--k", "2")
     assert result.returncode == 0 and result.stderr == "", result.stderr
     out = result.stdout
-    assert "Найдено (cosine, k=2, порог 0." in out and "  [1] " in out and "  [3] " not in out
+    assert "Найдено (cosine, k=2; лучший чанк не ниже порога 0." in out and "  [1] " in out and "  [3] " not in out
     assert "hr/отпуск.md, чанк 1 — Отпуск" in out  # источник — путь к файлу
     assert "Ежегодный отпуск длится 28 календарных дней [1]." in out
     assert "Проверка цитат: Цитаты в порядке" in out
@@ -149,7 +149,7 @@ def test_threshold_on_the_command_line_overrides_the_calibration(built):
     out = run("ask", "Сколько календарных дней длится отпуск?", "--index", str(index), "--threshold", "0.99").stdout
     assert "Порог: 0.990 (задан --threshold)" in out and "Не найдено" in out
     out = run("ask", "Какая завтра погода?", "--index", str(index), "--threshold", "-1").stdout
-    assert "Порог: нет (--threshold -1: без порога)" in out and "Найдено (cosine, k=3, порог нет):" in out
+    assert "Порог: нет (--threshold -1: без порога)" in out and f"Найдено (cosine, k={DEFAULT_K}; без порога):" in out
 
 
 def test_an_off_topic_question_is_refused_with_the_refusal_phrase(built):
@@ -197,16 +197,17 @@ def test_the_course_embedder_is_available_by_name(tmp_path):
 
 
 def test_the_numbers_in_the_help_are_the_measured_ones(capsys):
-    """Справка называет hit@3 на DEMO_DEV: они совпадают с замером (до 0.001) — умолчание выбрано честно."""
+    """Справка называет hit@3 на DEMO_DEV (индексы с заголовками чанков, как у index): они совпадают с замером
+    (до 0.001) — умолчание выбрано честно."""
     def hit3(index, search):
         return evaluate(_Searcher(index, search), DEMO_DEV, ks=(3,)).overall["hit@3"]
 
-    default = Index.build(DEMO_DOCS, EMBEDDERS[DEFAULT_EMBEDDER]())
+    default = Index.build(DEMO_DOCS, EMBEDDERS[DEFAULT_EMBEDDER](), headers=True)
     bm25 = index_bm25(default)
     measured = {
         "hash": hit3(default, lambda q: default.search(q, k=3)),
-        "hash96": hit3(Index.build(DEMO_DOCS, HashEmbedder(96)), None),
-        "navec": hit3(Index.build(DEMO_DOCS, NavecEmbedder()), None),
+        "hash96": hit3(Index.build(DEMO_DOCS, HashEmbedder(96), headers=True), None),
+        "navec": hit3(Index.build(DEMO_DOCS, NavecEmbedder(), headers=True), None),
         "bm25": hit3(default, lambda q: [default.hit(i, s) for i, s in bm25.search(tokenize(q, stem=True), 3)]),
         "hybrid": hit3(default, lambda q: hybrid_search(default, q, k=3, bm25=bm25)),
     }
@@ -225,3 +226,17 @@ class _Searcher:
 
     def search_many(self, queries, k=3, threshold=None):
         return [self.search(q) for q in queries]
+
+
+def test_index_embeds_chunks_with_their_section_and_ask_names_it(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "правила.md").write_text(
+        "# Правила\n\nОбщие положения для всех.\n\n## Пропуск в офис\n\nОформляют в кабинете 105 за один день. "
+        "Потерянный блокируют в тот же час, восстановление стоит 500 рублей.\n", encoding="utf-8")
+    index = tmp_path / "i.minirag"
+    assert run("index", str(folder), "--out", str(index), "--max-chars", "120").returncode == 0
+    assert Index.load(index, EMBEDDERS[DEFAULT_EMBEDDER]()).headers
+    out = run("ask", "Сколько стоит восстановить пропуск в офис?", "--index", str(index), "--threshold", "-1").stdout
+    assert "правила.md, чанк 2 — Правила › Пропуск в офис" in out
+    assert "Ответ (extractive):\n  Потерянный блокируют в тот же час, восстановление стоит 500 рублей [1]." in out

@@ -5,7 +5,7 @@
 источниками (``prompt``) → ответ (``generate``) → проверка цитат. Под ними лежат общие типы
 (``types``), проверки входа (``validate``) и ошибки (``errors``); над ними — приёмы главы 9
 (``bm25``, ``hybrid``, ``mmr``, ``rerank``, ``expand``, ``chunkers``) и главы 10 (``assist``,
-``remote``, ``loaders``, ``calibrate``, ``sentences``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
+``remote``, ``loaders``, ``calibrate``, ``retrieve``, ``sentences``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
 Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``.
 """
 
@@ -29,6 +29,7 @@ from .plural import plural, plural_form
 from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations, parse_prompt, parse_sources
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder, RemoteError
 from .rerank import CrossEncoderScorer, LexicalPairScorer, PairScorer, rerank, search_rerank
+from .retrieve import Retriever
 from .text import split_sentences, tokenize
 from .topk import SCORE_TOLERANCE, top_k
 from .types import Chunk, Document, Hit, LabeledQuery, renumber
@@ -57,7 +58,7 @@ __all__ = [
     "expand_neighbors", "hierarchical_search", "doc_vectors",
     "semantic_chunks", "code_chunks", "table_chunks", "TableChunk",
     # глава 10: от поиска к ответу, свои файлы, настоящие модели
-    "Generator", "ExtractiveGenerator", "Answer", "answer",
+    "Generator", "ExtractiveGenerator", "Answer", "answer", "Retriever",
     "hyde", "expand_query", "expanded_search", "iterative_search", "Retrieval", "QueryCache",
     "load_file", "load_folder", "LoadReport", "calibrate", "Calibration", "unrelated_scores",
     "OllamaEmbedder", "OpenAIEmbedder", "OllamaChat", "OpenAIChat", "RemoteError",

@@ -1,12 +1,13 @@
 """Командная строка minirag: демо, индекс своей папки и вопрос с ответом и проверкой цитат.
 
 ``python -m minirag`` без аргументов ищет три вопроса в демо-корпусе и печатает промпт с цитатами;
-``python -m minirag index ПАПКА --out ФАЙЛ`` читает файлы папки, строит индекс, калибрует порог
-отказа под этот корпус (``calibrate``) и сохраняет их в один файл;
-``python -m minirag ask "вопрос"`` ищет в демо-корпусе (или ``--index ФАЙЛ``) с этим порогом и
-отвечает предложениями найденных чанков с цитатами — или честным отказом.
-Эмбеддер по умолчанию выбран замером (``benchmarks/bench_ask.py``): лучший офлайн-поиск на
-dev-части размеченных запросов курса; ``--embedder hash96`` — эмбеддер текста курса (dim = 96).
+``python -m minirag index ПАПКА --out ФАЙЛ`` читает файлы папки, строит индекс (чанки эмбеддятся
+со своими заголовками: документ и раздел), калибрует порог отказа под этот корпус (``calibrate``)
+и сохраняет их в один файл; ``python -m minirag ask "вопрос"`` ищет в демо-корпусе (или
+``--index ФАЙЛ``): если лучший чанк ниже порога — честный отказ, иначе ответ предложениями
+k лучших чанков с цитатами (``Retriever``, ``ExtractiveGenerator``). Эмбеддер, заголовки, k,
+квантиль порога выбраны замером (``benchmarks/bench_ask.py``) на dev-частях вопросов;
+``--embedder hash96`` — эмбеддер текста курса (dim = 96).
 Всё работает без интернета, пока не выбран ``--generator``/``--embedder`` openai или ollama.
 Ошибка пользователя — одна строка по-русски в stderr и код выхода 2, без трассировки.
 Модуль только разбирает аргументы и печатает: вся работа — в функциях библиотеки.
@@ -25,15 +26,12 @@ from .data import DEMO_DOCS
 from .embed import HashEmbedder
 from .errors import MiniRagError
 from .generate import COVERAGE, answer
-from .hybrid import hybrid_search, index_bm25
 from .index import Index
 from .loaders import load_folder
 from .navec import NavecEmbedder
 from .prompt import build_prompt
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder
-from .text import tokenize
-from .topk import top_k
-from .types import Hit, renumber
+from .retrieve import METHODS, Retriever
 
 DEMO = ("Сколько дней длится ежегодный отпуск?", "Как подключиться к VPN из дома?", "Какие расходы не возмещаются в командировке?")
 
@@ -109,7 +107,8 @@ def _cosine(value: str) -> float:
 
 
 # Эмбеддеры командной строки по именам. «hash» — выбран замером benchmarks/bench_ask.py: лучший hit@3
-# на dev-части размеченных запросов курса (DEMO_DEV) среди настроек hash, navec, BM25 и гибрида.
+# на dev-части размеченных запросов курса (DEMO_DEV) среди настроек hash, navec, BM25 и гибрида,
+# без заголовков чанков в векторах и с ними (с ними лучше у всех).
 EMBEDDERS = {
     "hash": lambda: HashEmbedder(4096, stem=True, char_ngrams=(3, 5)),
     "hash96": lambda: HashEmbedder(96),
@@ -119,42 +118,16 @@ EMBEDDERS = {
 }
 DEFAULT_EMBEDDER = "hash"
 DEFAULT_METHOD = "cosine"
-# hit@3 на DEMO_DEV (38 вопросов с ответом): эмбеддеры с косинусом, bm25 и hybrid — на индексе «hash»;
-# посчитано benchmarks/bench_ask.py, тест test_cli сверяет эти числа с замером
-DEV_HIT3 = {"hash": 0.868, "hash96": 0.368, "navec": 0.658, "bm25": 0.763, "hybrid": 0.789}
+# hit@3 на DEMO_DEV (38 вопросов с ответом) на индексах с заголовками чанков: эмбеддеры с косинусом,
+# bm25 и hybrid — на индексе «hash»; посчитано benchmarks/bench_ask.py, тест test_cli сверяет их с замером
+DEV_HIT3 = {"hash": 0.921, "hash96": 0.605, "navec": 0.763, "bm25": 0.842, "hybrid": 0.868}
+# сколько чанков отдать генератору: выбрано на dev-вопросах benchmarks/ask_questions.json (bench_ask.py)
+DEFAULT_K = 10
 OLD_INDEX_EMBEDDER = "hash96"  # файлы индекса без meta строила прежняя версия, и по умолчанию — с dim = 96
 
 
 def _embedder(name: str):
     return EMBEDDERS[name]()
-
-
-class _Retriever:
-    """Поиск выбранным методом с интерфейсом ``search(query, k, threshold)``, который ждёт ``answer``.
-
-    Порог — всегда косинус эмбеддера индекса (его и калибрует ``calibrate``): сначала отбрасываются
-    чанки с косинусом ниже порога, потом из оставшихся метод выбирает лучшие k.
-    """
-
-    def __init__(self, index: Index, method: str):
-        self.index, self.method = index, method
-        self.embedder = index.embedder
-        self._bm25 = index_bm25(index) if method in ("bm25", "hybrid") else None
-
-    def search(self, query: str, k: int = 3, threshold: float | None = None) -> list[Hit]:
-        if self.method == "cosine":
-            return self.index.search(query, k=k, threshold=threshold)
-        everything = len(self.index)
-        if self.method == "hybrid":
-            hits = hybrid_search(self.index, query, k=everything, bm25=self._bm25)
-        else:
-            stem = bool(getattr(self.index.embedder, "stem", False))
-            found = self._bm25.search(tokenize(query, stem=stem), everything)
-            hits = [self.index.hit(i, score, rank) for rank, (i, score) in enumerate(found, start=1)]
-        if threshold is not None:
-            passed = {self.index.chunk(int(i)).key for i in top_k(self.index.scores(query), everything, threshold)}
-            hits = [hit for hit in hits if hit.key in passed]
-        return renumber(hits[:k])
 
 
 def _cmd_index(args) -> int:
@@ -164,11 +137,10 @@ def _cmd_index(args) -> int:
         raise MiniRagError(f"В папке {args.folder} нет ни одного читаемого документа: положи туда .txt, .md, "
                            f".csv, .html, .pdf или .docx.")
     index = Index.build(report.docs, _embedder(args.embedder), lambda text: chunk_text(text, args.max_chars),
-                        progress=sys.stderr.isatty())
+                        headers=True, progress=sys.stderr.isatty())
     calibration = calibrate(index)
-    meta = {"embedder": args.embedder, "calibration": calibration.to_dict()}
     try:
-        path = store.write(args.out, index.fingerprint, index.docs, index.spans, index.vectors, meta=meta)
+        path = index.save(args.out, meta={"embedder": args.embedder, "calibration": calibration.to_dict()})
     except OSError as exc:
         raise MiniRagError(f"Не удалось записать индекс в {args.out}: {exc.strerror or exc}.") from None
     print(f"Индекс сохранён в {path}: документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}.")
@@ -180,7 +152,7 @@ def _cmd_index(args) -> int:
 def _load(args) -> tuple[Index, str, Calibration | None]:
     """Индекс из ``--index`` (эмбеддер — из файла, если не задан) или демо-корпус; и его калибровка."""
     if not args.index:
-        index = Index.build(DEMO_DOCS, _embedder(args.embedder or DEFAULT_EMBEDDER))
+        index = Index.build(DEMO_DOCS, _embedder(args.embedder or DEFAULT_EMBEDDER), headers=True)
         return index, "демо-корпус", calibrate(index)
     meta = store.read_meta(args.index)
     name = args.embedder or meta.get("embedder", OLD_INDEX_EMBEDDER)
@@ -202,12 +174,13 @@ def _cmd_ask(args) -> int:
         threshold, about = None, "в индексе нет калибровки (он построен прежней версией): перестрой его командой index"
     chats = {"extractive": lambda: None, "openai": OpenAIChat, "ollama": OllamaChat}
     generator = chats[args.generator]()  # None — экстрактивный генератор с эмбеддером индекса
-    result = answer(_Retriever(index, args.method), args.query, generator, k=args.k, threshold=threshold)
+    result = answer(Retriever(index, args.method), args.query, generator, k=args.k, threshold=threshold)
     shown = "нет" if threshold is None else f"{threshold:.3f}"
     print(f"Индекс: {source} — документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}")
     print(f"Порог: {shown} ({about})")
     print(f"Вопрос: {result.query}\n")
-    print(f"Найдено ({args.method}, k={args.k}, порог {shown}):" if result.hits else
+    passed = "без порога" if threshold is None else f"лучший чанк не ниже порога {shown}"
+    print(f"Найдено ({args.method}, k={args.k}; {passed}):" if result.hits else
           f"Не найдено: ни один чанк не прошёл порог {shown} — вопрос не похож на документы индекса.")
     for hit in result.hits:
         print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
@@ -224,7 +197,7 @@ def _cmd_ask(args) -> int:
 
 _EMBEDDER_HELP = (
     f"эмбеддер: hash (по умолчанию) — HashEmbedder(dim=4096, stem=True, char_ngrams=(3, 5)), без сети, лучший "
-    f"на dev-части размеченных запросов курса: hit@3 {DEV_HIT3['hash']:.2f} против {DEV_HIT3['hash96']:.2f} у hash96, "
+    f"на dev-части размеченных запросов курса (чанки с заголовками): hit@3 {DEV_HIT3['hash']:.2f} против {DEV_HIT3['hash96']:.2f} у hash96, "
     f"{DEV_HIT3['navec']:.2f} у navec, {DEV_HIT3['bm25']:.2f} у BM25 и {DEV_HIT3['hybrid']:.2f} у гибрида "
     f"(benchmarks/bench_ask.py); hash96 — HashEmbedder(dim=96) из текста курса; navec — обученные векторы "
     f"слов без сети; ollama/openai — сервер из переменных MINIRAG_*")
@@ -246,11 +219,13 @@ def _parser() -> _Parser:
                               description="Найти чанки по вопросу, ответить с цитатами [n] и проверить их.")
     ask.add_argument("query", metavar="ВОПРОС", help="вопрос в кавычках")
     ask.add_argument("--index", metavar="ФАЙЛ", help="индекс из команды index (по умолчанию — демо-корпус)")
-    ask.add_argument("--k", type=_positive_int, default=3, metavar="K", help="сколько чанков найти (по умолчанию 3)")
+    ask.add_argument("--k", type=_positive_int, default=DEFAULT_K, metavar="K",
+                     help=f"сколько чанков найти и отдать генератору (по умолчанию {DEFAULT_K}: больше всего "
+                          f"ответов с фактом на dev-вопросах benchmarks/bench_ask.py)")
     ask.add_argument("--threshold", type=_cosine, metavar="T",
-                     help="порог косинуса: чанки ниже — не найдены; по умолчанию — порог, калиброванный командой "
-                          "index (у демо-корпуса — сразу); -1 — без порога")
-    ask.add_argument("--method", choices=("cosine", "bm25", "hybrid"), default=DEFAULT_METHOD,
+                     help="порог косинуса лучшего чанка: ниже — отказ, выше — ответ по k лучшим; по умолчанию — "
+                          "порог, калиброванный командой index (у демо-корпуса — сразу); -1 — без порога")
+    ask.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
                      help=f"поиск: cosine (по умолчанию), bm25 или hybrid (оба, слитые RRF); hit@3 на dev: cosine "
                           f"{DEV_HIT3['hash']:.2f}, bm25 {DEV_HIT3['bm25']:.2f}, hybrid {DEV_HIT3['hybrid']:.2f}")
     ask.add_argument("--generator", choices=("extractive", "openai", "ollama"), default="extractive",
