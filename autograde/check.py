@@ -87,7 +87,7 @@ def _has_code(source: str) -> bool:
     return any(line.strip() and not line.strip().startswith("#") for line in source.splitlines())
 
 
-def check(notebook: Path, root: Path = ROOT) -> Report:
+def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
     """Проверить ``notebook`` тем же движком, что ``grade``. Пример: ``check(Path("labs/.../x.ipynb")).ok``."""
     notebook = Path(notebook)
     if not notebook.is_file() or notebook.suffix != ".ipynb":
@@ -103,7 +103,7 @@ def check(notebook: Path, root: Path = ROOT) -> Report:
     lab = course.lab(lab_name)
     ctx = Context(master, course.settings.limits, sandboxed, course.settings.kernel_args, lab.release_files(),
                   course.secrets(), hide_reference=False)
-    outcome = grade(Task("self", "self", "", notebook.read_bytes()), ctx)
+    outcome = grade(Task("self", "self", "", notebook.read_bytes()), ctx, slot)
     report = Report(notebook, sandboxed=sandboxed)
     result = outcome.result
     if result.status == "error" and result.unexecuted:
@@ -111,8 +111,8 @@ def check(notebook: Path, root: Path = ROOT) -> Report:
     if result.message:
         report.warnings.append(result.message)
     executed = nbformat.reads(outcome.notebook, as_version=4)
-    unfinished = False
     solution_errors: list[str] = []
+    stub_text = False  # выше — письменный ответ с нетронутой заготовкой
     by_id = {c["grade_id"]: c for c in result.cells}
     heading = ""  # последний заголовок инструкций — название письменного задания
     for cell in executed.cells:
@@ -124,9 +124,9 @@ def check(notebook: Path, root: Path = ROOT) -> Report:
         errors = [o.get("ename", "") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if reference is not None and nbutils.is_solution(reference):
             solution_errors += errors
-            unfinished = unfinished or "NotImplementedError" in errors
             if nbutils.is_grade(reference):  # письменный ответ: содержание оценивают вручную
                 stub = STUB_MARK in cell.source
+                stub_text = stub_text or stub
                 report.results.append(CheckResult(
                     f"{WRITTEN}: {heading or grade_id}", "todo" if stub else "manual", 0.0,
                     float(reference.metadata["nbgrader"].get("points", 0)),
@@ -147,13 +147,14 @@ def check(notebook: Path, root: Path = ROOT) -> Report:
             report.results.append(CheckResult(name, "todo", 0.0, info["max_score"],
                                               "в решении ещё стоит заготовка: удали raise NotImplementedError() и "
                                               "напиши код", grade_id))
-        elif unfinished and info["message"].startswith("NameError"):
-            report.results.append(CheckResult(name, "todo", 0.0, info["max_score"],
-                                              "этой проверке нужны результаты заданий выше, а они ещё не сделаны "
-                                              f"({info['message']})", grade_id))
+        elif stub_text:
+            report.results.append(CheckResult(name, "todo", 0.0, info["max_score"], "письменный ответ ещё не написан",
+                                              grade_id))
+        elif info["message"].startswith("не сделано:"):  # NameError из-за несделанного задания выше (worker)
+            report.results.append(CheckResult(name, "todo", 0.0, info["max_score"], info["message"], grade_id))
         else:
             report.results.append(CheckResult(name, "failed", 0.0, info["max_score"], info["message"], grade_id))
-        solution_errors = []
+        solution_errors, stub_text = [], False
     if not report.results:
         raise CourseError(f"В {notebook} нет ячеек с тестами nbgrader: это точно ноутбук лабораторной?")
     return report

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .course import DEFAULT_ID_PATTERN
+from .course import DEFAULT_ID_PATTERN, CourseError, safe_key
+from .history import History
 
 MAX_NOTEBOOK = 50 * 1024 * 1024  # больше — не ноутбук лабораторной, а что-то не то
 SERVICE_FILES = {"timestamp.txt", "submission_secret.txt"}  # их кладёт nbgrader collect: не «лишние файлы»
@@ -176,3 +177,31 @@ def collect(path: Path, lab: str, pattern: str = DEFAULT_ID_PATTERN) -> tuple[li
     if zipfile.is_zipfile(path):
         return from_zip(path, lab, pattern)
     raise FileNotFoundError(f"{path}: нет такой папки или zip-архива со сдачами")
+
+
+def admit(course, lab, path: Path | None, group) -> tuple[dict[str, str], set[str], list[str], dict[str, list[str]]]:
+    """Принять сдачи в историю: (ключ → имя для показа, несдавшие, предупреждения, замечания по ключам)."""
+    history, names, missing, notes = History(lab.history), {}, set(), {}
+    if path is None:
+        return names, missing, [], notes
+    if not path.exists():
+        raise CourseError(f"Нет {path}: укажите папку <student_id>/{lab.name}/ или zip из LMS.")
+    try:
+        subs, warnings = collect(path, lab.name, course.settings.id_pattern)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise CourseError(f"Не прочитать сдачи {path}: {exc}") from exc
+    for sub in subs:
+        student_id, known = group.resolve(sub.student_id)
+        key = safe_key(student_id)
+        names[key] = group.display(student_id) if known else student_id
+        if group and not known:
+            notes.setdefault(key, []).append(f"{sub.student_id!r} нет в списке группы (roster): добавьте псевдоним")
+        if sub.missing:
+            missing.add(key)
+            continue
+        version = history.add(key, sub, names[key])
+        newest = history.newest(key)
+        if newest.digest != version.digest:
+            notes.setdefault(key, []).append(f"в этой выгрузке версия от {version.moment()[0][:16]}, а принята более новая "
+                                             f"от {newest.moment()[0][:16]}: проверяется новая")
+    return names, missing, warnings, notes

@@ -93,20 +93,40 @@ def output(out: dict) -> NotebookNode | None:
     return node
 
 
-def notebook(nb: NotebookNode, trusted_markdown) -> NotebookNode:
-    """Очищенная копия исполненного ноутбука. ``trusted_markdown(cell)`` — markdown из эталона (как есть)."""
+ACTIVE = ("text/html", "application/javascript", "image/svg+xml", "text/markdown", "text/latex",
+          "application/vnd.jupyter.widget-view+json")
+
+
+def notebook(nb: NotebookNode, trusted_markdown) -> tuple[NotebookNode, list[str]]:
+    """Очищенная копия исполненного ноутбука и замечания о том, что пришлось убрать.
+
+    ``trusted_markdown(cell)`` — markdown из эталона (инструкции): его оставляем как есть.
+    """
+    from nbconvert.filters import markdown2html
+
     clean = copy.deepcopy(nb)
+    active, scripts = set(), False
     for cell in clean.cells:
         nbgrader = cell.metadata.get("nbgrader")
         cell.metadata = NotebookNode({"nbgrader": nbgrader} if nbgrader else {})
         cell.pop("attachments", None)
         if cell.cell_type == "markdown" and not trusted_markdown(cell):
-            cell.source = markdown_html(cell.source)
+            safe = markdown_html(cell.source)
+            scripts = scripts or re.search(r"<script|\bon\w+\s*=|javascript:", markdown2html(cell.source), re.I) is not None
+            cell.source = safe
         elif cell.cell_type == "code":
+            for out in cell.get("outputs", []):
+                active.update(k for k in (out.get("data") or {}) if k in ACTIVE)
             cell.outputs = [o for o in (output(x) for x in cell.get("outputs", [])) if o is not None]
             if type(cell.get("execution_count")) is not int:
                 cell.execution_count = None
-    return clean
+    notes = []
+    if active:
+        notes.append(f"вывод {', '.join(sorted(active))} не показывается: в отзыве и formgrader — только текст и "
+                     "картинки PNG/JPEG")
+    if scripts:
+        notes.append("из markdown убраны скрипты и обработчики событий")
+    return clean, notes
 
 
 def printable(text: str) -> str:

@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
+import json
 import math
 import tempfile
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from nbgrader import utils as nbutils
 from . import execute, feedback, sanitize, scoring
 from .master import Master, gid
 from .notebook import REVIEW_PREFIX, SubmissionError, merge, read_submission, suspicious
-from .results import Result
+from .results import VERSION, Result
 from .sandbox import Limits, SandboxError, start
 from .verdict import RETRY, verdict
 
@@ -88,7 +90,7 @@ def unexecuted(task: Task, ctx: Context, status: str, message: str) -> Outcome:
     note = new_markdown_cell(f"**Работа не проверена автоматически:** {message}")
     note.id = "autograde-error"
     merged.cells.insert(0, note)
-    clean = sanitize.notebook(merged, lambda cell: True)
+    clean, _ = sanitize.notebook(merged, lambda cell: True)
     page = "" if status == "not_submitted" else feedback.error_page(ctx.master.lab, task.display_id, result)
     return Outcome(result, nbformat.writes(clean), page)
 
@@ -125,6 +127,7 @@ def grade(task: Task, ctx: Context, slot: int = 0) -> Outcome:
     if review:
         message = "; ".join(filter(None, [message, f"{REVIEW_PREFIX}: {', '.join(review)} — посмотрите работу глазами"]))
     scores = scoring.score(nb, master)
+    _upstream(nb, scores)
     tests = [s for s in scores if s.kind == "test"]
     raw = sum(s.score for s in tests)
     hours, penalty = late(task, ctx, raw)
@@ -138,9 +141,24 @@ def grade(task: Task, ctx: Context, slot: int = 0) -> Outcome:
                     task.submitted_at, round(hours, 4), penalty, review)
     if any(e.kind in RETRY for e in execution.events):
         result.key = ""  # сбой самой проверки, а не работы: следующий запуск перепроверит её
-    clean = feedback.visible(sanitize.notebook(nb, lambda cell: _trusted_markdown(cell, master)), master)
+    clean, cleaned = sanitize.notebook(nb, lambda cell: _trusted_markdown(cell, master))
+    clean = feedback.visible(clean, master)
+    if cleaned:
+        result.message = "; ".join(filter(None, [result.message, *cleaned]))
     page = feedback.render(clean, master, student_id=task.display_id, result=result)
     return Outcome(result, nbformat.writes(clean), page)
+
+
+def _upstream(nb, scores) -> None:
+    """Тест упал с NameError, потому что задание выше ещё не сделано (NotImplementedError): так и сказать."""
+    by_id = {s.grade_id: s for s in scores}
+    unfinished = False
+    for cell in nb.cells:
+        errors = [o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        unfinished = unfinished or "NotImplementedError" in errors
+        score = by_id.get(gid(cell))
+        if unfinished and score is not None and score.kind == "test" and score.message.startswith("NameError"):
+            score.message = f"не сделано: этой проверке нужны результаты заданий выше ({score.message})"
 
 
 def _trusted_markdown(cell, master: Master) -> bool:
@@ -186,3 +204,13 @@ def _execute(nb, ctx: Context, slot: int, student: str) -> execute.Execution:
             for process in first:
                 process.kill()
 
+
+def task_key(ctx: Context, task: Task) -> str:
+    """Хеш всего, от чего зависит итог работы: если он тот же, работу не перепроверяем."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"version": VERSION, "master": ctx.master.digest, "limits": dataclasses.asdict(ctx.limits),
+                         "sandbox": ctx.sandboxed, "notes": task.notes, "error": task.error, "display": task.display_id,
+                         "time": task.submitted_at, "deadline": task.deadline, "late": [ctx.late_penalty,
+                         ctx.late_penalty_per_day], "released": ctx.released_tests}, sort_keys=True).encode())
+    h.update(hashlib.sha256(task.data or b"").digest())
+    return h.hexdigest()

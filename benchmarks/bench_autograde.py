@@ -1,10 +1,12 @@
-"""Бенчмарк проверки группы: ``python -m autograde grade`` против обычного ``nbgrader autograde``.
+"""Бенчмарк проверки группы: ``python -m autograde grade`` против ``nbgrader autograde`` и против себя прежнего.
 
 Одна и та же группа из 40 честных работ lab01_mini_rag (полные, частичные, нетронутые —
 разные наборы решённых заданий, seed 7) проверяется в одном прогоне на этой машине:
 
 * базовая линия — ``nbgrader autograde lab01_mini_rag``: последовательно, без песочницы;
 * ``grade --workers 2`` — в песочнице bubblewrap (то, что сравнивается с целью ≥ 1.7×);
+* ``grade --workers 2`` ревизии ``--baseline`` (по умолчанию — последней без судьи, тесты в ядре
+  слушателя): во сколько раз дороже стала работа с судьёй (цель — не больше 1.5×);
 * ``grade --workers 1`` в песочнице и ``--no-sandbox`` — из их разницы получается цена
   песочницы на одну работу.
 
@@ -62,7 +64,8 @@ def lay_out(folder: Path, works: dict[str, bytes], lab: str) -> Path:
 
 
 def timed(cmd: list[str], cwd: Path) -> float:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               AUTOGRADE_ALLOW_NBGRADER="1")  # nbgrader autograde здесь нужен как базовая линия
     start = time.perf_counter()
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
@@ -83,11 +86,13 @@ def run_nbgrader(tmp: Path, works: dict[str, bytes], lab: str) -> tuple[float, d
     return seconds, scores
 
 
-def run_grade(tmp: Path, name: str, works: dict[str, bytes], lab: str, *options: str) -> tuple[float, dict[str, float]]:
+def run_grade(tmp: Path, name: str, works: dict[str, bytes], lab: str, *options: str,
+              code: Path = ROOT) -> tuple[float, dict[str, float]]:
+    """``grade`` из каталога ``code`` (этот репозиторий или ревизия --baseline) на своей копии курса."""
     course = ac.course_copy(tmp / name)
     submissions = lay_out(tmp / f"{name}-class", works, lab)
     seconds = timed([sys.executable, "-m", "autograde", "grade", lab, "--submissions", str(submissions),
-                     "--course", str(course), *options], ROOT)
+                     "--course", str(course), *options], code)
     with open(course / "autograde" / "grades" / f"{lab}.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     bad = [r for r in rows if r["status"] != "ok"]
@@ -101,41 +106,51 @@ def kernel_start_seconds(sandboxed: bool, repeat: int = 10) -> float:
     import statistics
 
     sys.path.insert(0, str(ROOT))
-    from autograde import execute
-    from autograde.sandbox import Limits, start_kernel
+    from autograde.cells import Execution
+    from autograde.kernel import KernelSession
+    from autograde.sandbox import Limits, start
 
     times = []
     for _ in range(repeat):
-        with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
-            start = time.perf_counter()
-            kernel = start_kernel(files={}, workdir_name="lab", limits=Limits(), sandboxed=sandboxed, slot=0,
-                                  log_path=Path(tmp) / "kernel.log", exclude=[], kernel_args=[],
-                                  scratch=Path(tmp) / "plain")
-            client = execute._client(kernel)
-            ready = execute._wait_ready(client, kernel, time.monotonic() + 60)
-            client.stop_channels()
-            client.context.destroy(linger=0)
-            kernel.kill()
-            if not ready:
-                raise SystemExit("ядро не запустилось")
-            times.append(time.perf_counter() - start)
+        begin = time.perf_counter()
+        kernel = start(program="kernel", files={}, workdir_name="lab", limits=Limits(), sandboxed=sandboxed, slot=0,
+                       exclude=[])
+        session = KernelSession(kernel, Execution(), time.monotonic() + 120)
+        ready = session.ready(time.monotonic() + 60)
+        session.close()
+        kernel.kill()
+        if not ready:
+            raise SystemExit("ядро не запустилось")
+        times.append(time.perf_counter() - begin)
     return statistics.median(times)
+
+
+def baseline_checkout(tmp: Path, revision: str) -> Path:
+    """Ревизия этого репозитория во временной папке (git worktree) — её autograde и будет базовой линией."""
+    target = tmp / "baseline-code"
+    subprocess.run(["git", "worktree", "add", "--detach", "--force", str(target), revision], cwd=ROOT, check=True,
+                   capture_output=True)
+    return target
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=1, help="повторить замеры и взять лучшее время")
+    parser.add_argument("--baseline", default="a994f51",
+                        help="ревизия для сравнения (по умолчанию a994f51 — последняя, где тесты шли в ядре слушателя)")
     args = parser.parse_args()
     lab = ac.Lab()
     works = make_class(lab, args.students)
     best: dict[str, float] = {}
     scores: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp:
+        old_code = baseline_checkout(Path(tmp), args.baseline)
         for round_ in range(args.repeat):
             runs = {
                 "nbgrader": lambda t: run_nbgrader(t, works, lab.lab),
                 "grade_w2": lambda t: run_grade(t, "w2", works, lab.lab, "--workers", "2"),
+                "baseline_w2": lambda t: run_grade(t, "b2", works, lab.lab, "--workers", "2", code=old_code),
                 "grade_w1": lambda t: run_grade(t, "w1", works, lab.lab, "--workers", "1"),
                 "grade_w1_nosandbox": lambda t: run_grade(t, "w1ns", works, lab.lab, "--workers", "1", "--no-sandbox"),
             }
@@ -146,14 +161,18 @@ def main() -> None:
                 best[name] = min(best.get(name, float("inf")), seconds)
                 scores[name] = got
                 print(f"[{round_ + 1}/{args.repeat}] {name}: {seconds:.1f} с", file=sys.stderr)
+        subprocess.run(["git", "worktree", "remove", "--force", str(old_code)], cwd=ROOT, capture_output=True)
     start_sandbox, start_plain = kernel_start_seconds(True), kernel_start_seconds(False)
     mismatched = sorted(s for s in works if any(scores[name].get(s) != scores["nbgrader"].get(s) for name in scores))
     n = len(works)
     speedup = best["nbgrader"] / best["grade_w2"]
     overhead = (best["grade_w1"] - best["grade_w1_nosandbox"]) / n
+    judge_cost = best["grade_w2"] / best["baseline_w2"]
     rows = [
         ("nbgrader autograde (последовательно, без песочницы)", best["nbgrader"], "1.00×"),
-        ("autograde grade --workers 2 (песочница)", best["grade_w2"], f"{speedup:.2f}×"),
+        ("autograde grade --workers 2 (песочница, судья)", best["grade_w2"], f"{speedup:.2f}×"),
+        (f"autograde grade --workers 2 ревизии {args.baseline} (тесты в ядре)", best["baseline_w2"],
+         f"{best['nbgrader'] / best['baseline_w2']:.2f}×"),
         ("autograde grade --workers 1 (песочница)", best["grade_w1"], f"{best['nbgrader'] / best['grade_w1']:.2f}×"),
         ("autograde grade --workers 1 --no-sandbox", best["grade_w1_nosandbox"],
          f"{best['nbgrader'] / best['grade_w1_nosandbox']:.2f}×"),
@@ -163,6 +182,9 @@ def main() -> None:
     for what, seconds, ratio in rows:
         print(f"{what:<55} {seconds:>8.1f} {ratio:>16}")
     print(f"ускорение с 2 работниками: {speedup:.2f}× (цель ≥ 1.7×) — {'да' if speedup >= 1.7 else 'НЕТ'}")
+    print(f"цена судьи: {judge_cost:.2f}× времени прежней проверки ({best['grade_w2'] / n:.2f} против "
+          f"{best['baseline_w2'] / n:.2f} с на работу при 2 работниках; цель ≤ 1.5×) — "
+          f"{'да' if judge_cost <= 1.5 else 'НЕТ'}")
     print(f"цена песочницы по группе: {overhead:+.2f} с на работу "
           f"({overhead / (best['grade_w1_nosandbox'] / n) * 100:+.0f}% от {best['grade_w1_nosandbox'] / n:.2f} с)")
     print(f"цена песочницы на запуске ядра (медиана из 10): {start_sandbox - start_plain:+.3f} с "
@@ -171,7 +193,8 @@ def main() -> None:
     out = ROOT / "benchmarks" / "results"
     out.mkdir(exist_ok=True)
     (out / "bench_autograde.json").write_text(json.dumps({
-        "students": n, "seconds": best, "speedup_workers2": speedup, "sandbox_overhead_per_submission": overhead,
+        "students": n, "seconds": best, "speedup_workers2": speedup, "judge_cost": judge_cost,
+        "baseline": args.baseline, "sandbox_overhead_per_submission": overhead,
         "kernel_start_sandbox": start_sandbox, "kernel_start_plain": start_plain,
         "scores_match_nbgrader": not mismatched, "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
 

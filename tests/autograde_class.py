@@ -279,12 +279,14 @@ def hostile_cases(lab: Lab) -> list[Case]:
     lab.add_cell(nb, "setup", "from IPython.display import HTML, SVG, display\n"
                               f"display(HTML('<img src=x onerror=\"{SCRIPT}\">'))\n"
                               f"display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"><script>{SCRIPT}</script></svg>'))")
-    out.append(Case("html_outputs", {name: dumps(nb)}, "ok", lab.total(), "", "HTML, JavaScript и SVG в выводе"))
+    out.append(Case("html_outputs", {name: dumps(nb)}, "ok", lab.total(),
+                    "вывод application/javascript, image/svg+xml, text/html не показывается",
+                    "HTML, JavaScript и SVG в выводе"))
     answer = ("Косинус сравнивает направления векторов, а не их длину. " * 8
               + f"<img src=x onerror=\"fetch('/api/contents/solutions').then(r => {{{SCRIPT}}})\">"
               + f"<script>{SCRIPT}</script> [ссылка](javascript:{SCRIPT}) <a href=\"javascript:{SCRIPT}\">жми</a>")
     out.append(Case("markdown_xss", {name: dumps(lab.notebook(dict(lab.solutions, why_cosine=answer)))}, "ok",
-                    lab.total(), "", "скрипт в письменном ответе"))
+                    lab.total(), "из markdown убраны скрипты и обработчики событий", "скрипт в письменном ответе"))
     flood = ("for _ in range(150):\n    try:\n        raise ValueError('x' * 2_000_000)\n"
              "    except ValueError:\n        get_ipython().showtraceback()")
     out.append(Case("traceback_flood", {name: dumps(lab.add_cell(lab.notebook(), None, flood))}, "killed", lab.total(),

@@ -53,8 +53,9 @@ def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def sandbox_processes() -> list[str]:
-    """Процессы ядер и судей песочницы, если какие-то пережили проверку."""
+def sandbox_processes(course: Path | None = None) -> list[str]:
+    """Песочницы (bwrap с ядром или судьёй), если какие-то пережили проверку; с ``course`` — только этого курса
+    (файлы задания монтируются из его labs/, так что путь курса есть в командной строке bwrap)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -62,16 +63,17 @@ def sandbox_processes() -> list[str]:
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"/run/autograde/kernel.json" in cmdline or b"/opt/autograde/judge.py" in cmdline:
-                found.append(entry + ": " + cmdline.replace(b"\0", b" ").decode(errors="replace"))
+            ours = course is None or str(course).encode() in cmdline
+            if ours and (b"/run/autograde/kernel.json" in cmdline or b"/opt/autograde/judge.py" in cmdline):
+                found.append(entry + ": " + cmdline.replace(b"\0", b" ").decode(errors="replace")[:300])
     return found
 
 
-def wait_no_sandbox(seconds: float = 10) -> list[str]:
+def wait_no_sandbox(seconds: float = 10, course: Path | None = None) -> list[str]:
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and sandbox_processes():
+    while time.monotonic() < deadline and sandbox_processes(course):
         time.sleep(0.2)
-    return sandbox_processes()
+    return sandbox_processes(course)
 
 
 def free_port() -> int:

@@ -179,13 +179,15 @@ def test_feedback_never_shows_hidden_test_source_in_any_encoding(graded, rows):
         "как есть": lambda s: s, "с неразрывными пробелами": lambda s: s.replace(" ", "\u00a0"),
         "repr": lambda s: repr(s)[1:-1], "base64": lambda s: base64.b64encode(s.encode()).decode()[:40],
     }
-    for sid in graded["cases"]:
+    for sid, case in graded["cases"].items():
         page = feedback_page(graded, sid)
         if not page.is_file():
             continue
         text = html.unescape(page.read_text(encoding="utf-8"))
-        for how, encode in encodings.items():
-            leaked = [line for line in secret if encode(line) in text]
+        own = "\n".join(data.decode("utf-8", "replace") for data in case.files.values())
+        for how, encode in encodings.items():  # строку, которую слушатель написал сам, он вправе напечатать
+            leaked = [line for line in secret if encode(line) in text and line not in own and json.dumps(line)[1:-1]
+                      not in own]
             assert not leaked, f"{sid}: в отзыве код скрытого теста ({how}): {leaked[:2]}"
         assert "BEGIN HIDDEN TESTS" not in text
     text = html.unescape(feedback_page(graded, "always_equal").read_text(encoding="utf-8"))
@@ -218,7 +220,7 @@ def test_student_code_reached_nothing_outside_its_sandbox(graded, rows):
         assert not Path(target).exists(), f"работа записала {target} на диск проверяющего"
     for target in ("/etc/autograde_pwned", "/usr/autograde_pwned", "/tmp/autograde_pwned", "/tmp/fake.ipynb"):
         assert not Path(target).exists()
-    assert wait_no_sandbox() == []
+    assert wait_no_sandbox(course=graded["course"]) == []
 
 
 def _printed(graded, sid: str) -> str:
@@ -381,7 +383,7 @@ def test_killed_run_loses_nothing_and_the_next_run_finishes(lab, tmp_path):
     proc.wait()
     finished = {p.stem: (p.read_bytes(), p.stat().st_mtime_ns) for p in results.glob("*.json")}
     assert 2 <= len(finished) < len(names), "нужно убить посреди группы: поднимите sleep в работах"
-    assert wait_no_sandbox() == [], "после kill -9 остались процессы песочницы"
+    assert wait_no_sandbox(course=course) == [], "после kill -9 остались процессы песочницы"
     result = cli("grade", LAB, "--submissions", archive, "--course", course, "--workers", "1", *LIMITS)
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"взято готовым: {len(finished)}" in result.stdout
@@ -591,3 +593,31 @@ def test_student_markup_is_made_safe_by_a_sanitizer():
     assert "<strong>жирно</strong>" in out
     assert "<script" not in out and "onerror" not in out and "javascript:" not in out
     assert printable("a\x1b[2Jb\u202ec\x07") == "a\\x1b[2Jb\\u202ec\\x07"
+
+
+def test_everything_the_grader_prints_agrees_in_number(graded, rows):
+    """«33 балла», «5 работ»: сводка, отчёт, CSV и отзывы — без «33 баллов»."""
+    from agreement import disagreements
+
+    texts = {"сводка grade": graded["result"].stdout, "report": cli("report", LAB, "--course", graded["course"]).stdout,
+             "CSV": graded["csv"].read_text(encoding="utf-8")}
+    for sid in ("full", "partial", "untouched", "empty", "output_flood"):
+        page = feedback_page(graded, sid)
+        if page.is_file():
+            texts[f"отзыв {sid}"] = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8")))
+    assert {name: disagreements(text) for name, text in texts.items() if disagreements(text)} == {}
+
+
+def test_a_test_cell_marked_for_the_kernel_runs_there_and_others_run_in_the_judge(lab):
+    """Ячейка теста с ``"autograde": {"kernel": true}`` исполняется в ядре слушателя (ей нужен его вывод);
+    остальные тесты — у судьи, ячейки преподавателя — и там, и там."""
+    from autograde.course import Course
+    from autograde.master import build_master
+
+    course = Course.load(ROOT)
+    master = build_master(course.lab(LAB).source_notebook, LAB, course.config)
+    plan = {c.metadata.get("nbgrader", {}).get("grade_id"): master.where(c) for c in master.notebook.cells}
+    assert plan["cosine_visible"] == "judge" and plan["cosine"] == "kernel" and plan["setup"] == "both"
+    master.by_id["cosine_visible"].metadata["autograde"] = {"kernel": True}
+    assert master.where(master.by_id["cosine_visible"]) == "kernel"
+    assert {"cosine", "top_k", "search"} <= set(master.owned) and "np" not in master.owned

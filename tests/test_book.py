@@ -9,10 +9,14 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 import threading
+import venv
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,9 @@ import yaml
 from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from agreement import disagreements  # noqa: E402
+
 SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
 
@@ -75,6 +82,67 @@ def unexpected_errors(html: str) -> list[str]:
     return errors
 
 
+def repository_url() -> str:
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
+
+
+def first_cell(page: str) -> dict:
+    return json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"][0]
+
+
+@pytest.mark.parametrize("page", chapter_notebooks())
+def test_every_chapter_starts_with_a_quiet_setup_step_that_installs_the_course_from_the_books_repository(page):
+    cell = first_cell(page)
+    source = "".join(cell["source"])
+    assert cell["cell_type"] == "code" and "hide-input" in cell["metadata"].get("tags", []), \
+        f"{page}: первая ячейка — «Подготовка», видимая в ноутбуке и свёрнутая на сайте (тег hide-input)"
+    assert 'find_spec("minirag") is None' in source, f"{page}: подготовка должна ничего не делать, если minirag есть"
+    assert f'"git+{repository_url()}"' in source, f"{page}: ставить библиотеку нужно из репозитория книги"
+    chapter = "".join("".join(c["source"]) for c in json.loads((ROOT / f"{page}.ipynb").read_text())["cells"][1:])
+    if "NavecEmbedder" in chapter:
+        assert "minirag[navec]" in source, f"{page}: глава берёт NavecEmbedder — поставь minirag[navec]"
+
+
+@pytest.mark.slow
+def test_setup_step_installs_the_course_into_a_fresh_environment_and_the_chapter_runs(tmp_path):
+    """Чистое окружение без minirag: «Подготовка» ставит его из локального пути (без сети), и глава выполняется."""
+    source = tmp_path / "course"   # копия пакета: сборка не пишет в рабочую копию
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "src" / "minirag", source / "src" / "minirag", ignore=shutil.ignore_patterns("__pycache__"))
+    # остальные пакеты курса видны из текущего окружения, а сам minirag — нет
+    shadow = tmp_path / "packages"
+    shadow.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(("minirag", "__editable__", "__pycache__")):
+            (shadow / entry.name).symlink_to(entry)
+    fresh = tmp_path / "venv"
+    venv.create(fresh, with_pip=False)
+    python = fresh / "bin" / "python"
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "course-packages.pth").write_text(str(shadow) + "\n", encoding="utf-8")
+    kernels = tmp_path / "jupyter" / "kernels" / "fresh"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({"argv": [str(python), "-m", "ipykernel_launcher", "-f",
+                                                              "{connection_file}"], "display_name": "fresh",
+                                                     "language": "python"}), encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if key not in {"VIRTUAL_ENV", "PYTHONPATH"}}
+    env.update(MINIRAG_SOURCE=source.as_uri(), PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
+               JUPYTER_PATH=str(tmp_path / "jupyter"), PATH=f"{fresh / 'bin'}:{env.get('PATH', '')}")
+    check = [python, "-c", "import importlib.util; print(importlib.util.find_spec('minirag'))"]
+    assert subprocess.run(check, capture_output=True, text=True, env=env).stdout.strip() == "None"
+    run = ("import nbformat, sys; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], as_version=4); "
+           "NotebookClient(nb, kernel_name='fresh', timeout=300, resources={'metadata': {'path': sys.argv[2]}}).execute()")
+    result = subprocess.run([python, "-c", run, str(ROOT / "book" / "02_cosine.ipynb"), str(tmp_path)],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    installed = subprocess.run([python, "-c", "import minirag; print(minirag.__file__)"], capture_output=True,
+                               text=True, env=env).stdout.strip()
+    assert installed.startswith(purelib), f"minirag должен стоять в свежем окружении, а он в {installed}"
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
     out = tmp_path_factory.mktemp("book")
@@ -109,6 +177,162 @@ def test_no_solution_or_hidden_test_reaches_the_site(built_book):
             text = path.read_text(encoding="utf-8", errors="replace")
             for marker in SECRET_MARKERS:
                 assert marker not in text, f"{path.relative_to(built_book)}: на сайт попало «{marker}»"
+
+
+def page_soup(built_book, page) -> BeautifulSoup:
+    return BeautifulSoup((built_book / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+
+
+def article(soup: BeautifulSoup):
+    return soup.select_one("article") or soup.select_one("main")
+
+
+def prose_text(soup: BeautifulSoup) -> str:
+    """Текст страницы без кода, выходов ячеек и отрисованных формул: то, что читают как прозу."""
+    main = BeautifulSoup(str(article(soup)), "html.parser")
+    for node in main.select("pre, code, .cell_input, .cell_output, .math, script, .headerlink"):
+        node.decompose()
+    return main.get_text(" ")
+
+
+@pytest.mark.slow
+def test_no_glue_call_in_any_visible_code(built_book):
+    for page in toc_files():
+        inputs = page_soup(built_book, page).select(".cell_input, div.highlight")
+        leaked = [i.get_text()[:120] for i in inputs if "glue(" in i.get_text()]
+        assert not leaked, f"{page}: вызов glue( виден читателю — перенеси его в ячейку с тегом remove-cell: {leaked[0]}"
+
+
+@pytest.mark.slow
+def test_no_raw_traceback_on_any_page(built_book):
+    # трассировка Python или IPython (строка из дефисов, затем имя исключения) и пути машины сборки
+    markers = re.compile(r"Traceback \(most recent call last\)|-{20,}\s*\n\s*\w*(?:Error|Exception)|site-packages|File /")
+    for page in toc_files():
+        soup = page_soup(built_book, page)
+        for output in soup.select(".cell_output, .output"):
+            text = output.get_text()
+            found = [m.group(0) for m in markers.finditer(text)]
+            assert not found, f"{page}: в выводе сырая трассировка или путь машины сборки ({found[0]!r}):\n{text[:400]}"
+
+
+@pytest.mark.slow
+def test_no_formula_left_wrapped_in_dollars(built_book):
+    for page in toc_files():
+        text = prose_text(page_soup(built_book, page))
+        assert "$" not in text, f"{page}: формула не отрисовалась и видна в «$»: …{text[text.index('$') - 60:text.index('$') + 60]}…"
+
+
+PREPOSITIONS = {"в", "во", "из", "на", "к", "ко", "по", "о", "об", "до", "от", "с", "со", "для", "после", "при",
+                "у", "без", "про", "за"}
+
+
+def page_titles(built_book) -> set[str]:
+    titles = set()
+    for page in toc_files():
+        soup = page_soup(built_book, page)
+        for heading in soup.select("main h1, main h2"):
+            titles.add(heading.get_text(" ", strip=True).rstrip("#").strip())
+    return titles
+
+
+@pytest.mark.slow
+def test_no_cross_reference_title_after_a_preposition(built_book):
+    titles = page_titles(built_book)
+    problems = []
+    for page in toc_files():
+        for link in article(page_soup(built_book, page)).select("a.reference.internal"):
+            text = link.get_text(" ", strip=True)
+            before = link.previous_sibling
+            before = before if isinstance(before, str) else ""
+            words = re.findall(r"[\w-]+", before[-20:].lower())
+            right_after = before.endswith((" ", "\n", "\xa0"))
+            if right_after and words and words[-1] in PREPOSITIONS \
+                    and (text in titles or re.match(r"(Глава|Лабораторная) \d+\.", text)):
+                problems.append(f"{page}: «{words[-1]} {text}»")
+    assert not problems, "после предлога стоит заголовок в именительном падеже — дай ссылке свой текст:\n" + \
+        "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_numbers_agree_with_nouns(built_book):
+    problems = []
+    for page in toc_files():
+        soup = page_soup(built_book, page)
+        # проза целиком, а выводы ячеек — построчно: числа в соседних строках вывода друг к другу не относятся
+        outputs = [line for out in soup.select(".cell_output") for line in out.get_text().splitlines()]
+        problems += [f"{page}: {p}" for text in [prose_text(soup), *outputs] for p in disagreements(text)]
+    assert not problems, "число и существительное не согласованы (используй minirag.plural):\n" + "\n".join(problems)
+
+
+MAX_PAGE_CHARS = 40_000
+
+
+@pytest.mark.slow
+def test_no_chapter_page_is_a_survey(built_book):
+    for page in chapter_notebooks():
+        text = re.sub(r"\s+", " ", article(page_soup(built_book, page)).get_text(" "))
+        assert len(text) <= MAX_PAGE_CHARS, (f"{page}: {len(text)} символов текста, больше {MAX_PAGE_CHARS}: "
+                                             f"раздели главу на сфокусированные")
+
+
+def hit3_on_demo(embedder) -> float:
+    from minirag import DEMO_DOCS, DEMO_QUERIES, Index, evaluate
+
+    return evaluate(Index.build(DEMO_DOCS, embedder), DEMO_QUERIES, ks=(3,)).overall["hit@3"]
+
+
+@pytest.mark.slow
+def test_dimension_sweep_is_computed_when_the_book_is_built(built_book):
+    """Глава 8 печатает hit@3 hash-эмбеддера при разных dim — те же числа, что считает библиотека сейчас."""
+    from minirag import HashEmbedder
+
+    soup = page_soup(built_book, "book/08_hash_failures")
+    assert soup.select_one("#fig-ch8-dims img"), "нет рисунка с размерностями (fig-ch8-dims)"
+    output = next((o.get_text() for o in soup.select(".cell_output") if "dim=4096" in o.get_text()
+                   and "без средств" in o.get_text()), None)
+    assert output, "в главе 8 нет напечатанной таблицы hit@3 по размерностям"
+    header = next(line for line in output.splitlines() if "dim=4096" in line)
+    dims = [int(d) for d in re.findall(r"dim=(\d+)", header)]
+    row = next(line for line in output.splitlines() if line.startswith("без средств"))
+    printed = [float(x) for x in re.findall(r"\d\.\d\d", row)]
+    assert printed == [round(hit3_on_demo(HashEmbedder(d)), 2) for d in dims]
+
+
+@pytest.mark.slow
+def test_trained_embedder_comparison_is_computed_when_the_book_is_built(built_book):
+    """Глава 9 печатает hit@3 по всем запросам для hash dim=96, честной dim, navec, BM25 и гибрида — как библиотека."""
+    from minirag import (
+        DEMO_DOCS,
+        DEMO_QUERIES,
+        HashEmbedder,
+        Index,
+        NavecEmbedder,
+        hit_at_k,
+        hybrid_search,
+        index_bm25,
+        tokenize,
+    )
+
+    table = next(t for t in page_soup(built_book, "book/09_bm25_hybrid").select("table") if "navec" in t.get_text())
+    header = [th.get_text(strip=True) for th in table.select("thead th")]
+    row = next(tr for tr in table.select("tbody tr") if "все запросы с ответом" in tr.get_text())
+    printed = dict(zip(header, [td.get_text(strip=True).strip("*") for td in row.select("td")]))
+    fair_dim = int(re.search(r"hash, dim=(\d+)", " ".join(h for h in header if h != "hash, dim=96")).group(1))
+    fair = Index.build(DEMO_DOCS, HashEmbedder(fair_dim, stem=True))
+    bm25 = index_bm25(fair)
+    labeled = [q for q in DEMO_QUERIES if q.relevant]
+
+    def hit3(search):
+        return sum(hit_at_k(search(q.text), q.relevant, 3) for q in labeled) / len(labeled)
+
+    expected = {
+        "hash, dim=96": hit3_on_demo(HashEmbedder(96)),
+        f"hash, dim={fair_dim}": hit3_on_demo(HashEmbedder(fair_dim, stem=True)),
+        "navec": hit3_on_demo(NavecEmbedder()),
+        "BM25": hit3(lambda q: [fair.chunk(i).doc_id for i, _ in bm25.search(tokenize(q, stem=True), 3)]),
+        "гибрид": hit3(lambda q: [h.doc_id for h in hybrid_search(fair, q, k=3, bm25=bm25, exact=False)]),
+    }
+    assert {name: float(printed[name]) for name in expected} == {k: round(v, 2) for k, v in expected.items()}
 
 
 @pytest.fixture(scope="session")

@@ -40,6 +40,7 @@ def jupyterlab(tmp_path_factory):
     solved = course / "solved"
     solved.mkdir()
     shutil.copy(ROOT / "solutions" / LAB / f"{LAB}.ipynb", solved / f"{LAB}.ipynb")
+    shutil.copy(ROOT / "labs" / LAB / "labkit.py", solved / "labkit.py")  # помощники проверок лежат рядом с ноутбуком
     home = tmp_path_factory.mktemp("home")
     port = free_port()
     env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}

@@ -8,7 +8,12 @@
   с тестом возвращается (add_missing_cells);
 * ``python -m autograde check`` пропускает решения и валит выданные версии понятными сообщениями;
 * проверки лабораторных ловят то, что должны: корпус из 19 документов, повтор id, документ
-  в 150 символов, копию демо-корпуса (лаб. 2), «провал», который на деле находится (лаб. 4).
+  в 150 символов, копию демо-корпуса, документ из одного предложения (лаб. 2), «провал», который
+  на деле находится, и примеры из выдуманных слов (лаб. 4) — и не наказывают честную работу:
+  косинус, посчитанный циклом, на пороге (лаб. 1), честный отказ, когда найденный чанк нужного
+  документа не содержит ответа (лаб. 2);
+* письменный ответ читается только из ноутбука под проверкой, не из соседнего файла (labkit);
+* в текстах и выводе лабораторных числа согласованы с существительными («33 балла»).
 
 nbgrader гоняется один раз за сессию (фикстура ``course``) во временной папке: в репозитории
 не появляется ни gradebook.db, ни проверенных работ.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -31,6 +37,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # пакет autograde лежит в корне репозитория и не устанавливается
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "solutions") not in sys.path:  # labkit.py — общие помощники проверок, лежат рядом с ноутбуками
+    sys.path.insert(0, str(ROOT / "solutions"))
 LABS = ["lab01_mini_rag", "lab02_own_docs", "lab03_k3_vs_k5", "lab04_hash_failures"]
 SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 WORK_DIRS = ("submitted", "autograded", "feedback", "grades", "work", "solution", "source_with_tests")
@@ -57,7 +65,11 @@ def release_nb(lab: str) -> dict:
 
 
 def run(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    """Команда как у преподавателя: окружение не активировано. nbgrader autograde здесь — то же, что делает
+    Validate в JupyterLab (тесты в ядре слушателя), поэтому запрет курса на него снят (AUTOGRADE_ALLOW_NBGRADER)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
+    env.update(PATH="/usr/local/bin:/usr/bin:/bin", AUTOGRADE_ALLOW_NBGRADER="1")
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 # ---------- фикстура: временный каталог курса, выдача и автопроверка nbgrader ----------
@@ -188,12 +200,15 @@ def test_release_has_no_solutions_and_no_hidden_tests(lab):
 def test_lab_structure_tests_have_points_titles_and_russian_messages(lab):
     cells = solution_nb(lab)["cells"]
     assert cells[0]["cell_type"] == "markdown" and nbgrader(cells[0]).get("locked"), "первая ячейка — заблокированный заголовок"
+    from minirag import plural
+
     header = source(cells[0])
     auto = sum(nbgrader(c)["points"] for c in cells if nbgrader(c).get("grade") and c["cell_type"] == "code")
     manual = sum(nbgrader(c)["points"] for c in cells if nbgrader(c).get("grade") and c["cell_type"] == "markdown")
-    assert f"**{auto} баллов — автопроверка" in header, f"{lab}: заголовок должен назвать {auto} автоматических баллов"
-    assert re.search(rf"\*\*{manual} балл\w* — вручную", header), f"{lab}: заголовок должен назвать {manual} баллов вручную"
-    assert f"Всего {auto + manual} баллов" in header
+    points = lambda n: plural(n, "балл", "балла", "баллов")  # noqa: E731
+    assert f"**{points(auto)} — автопроверка" in header, f"{lab}: заголовок должен назвать «{points(auto)} — автопроверка»"
+    assert f"**{points(manual)} — вручную" in header, f"{lab}: заголовок должен назвать «{points(manual)} — вручную»"
+    assert f"Всего {points(auto + manual)}" in header, f"{lab}: заголовок должен назвать «Всего {points(auto + manual)}»"
     assert "Время." in header and "Цели." in header
     assert manual > 0, f"{lab}: нет письменного ответа с ручной оценкой"
     for i, cell in enumerate(cells):
@@ -216,7 +231,7 @@ def test_lab_structure_tests_have_points_titles_and_russian_messages(lab):
                     assert re.search(r"[а-яё]", message, re.I), f"{lab}: сообщение assert в {meta['grade_id']} не по-русски"
         if meta.get("grade") and cell["cell_type"] == "markdown":
             companion = [c for c in cells if nbgrader(c).get("grade") and c["cell_type"] == "code"
-                         and f'_written_answer("{meta["grade_id"]}")' in source(c)]
+                         and f'check_written("{meta["grade_id"]}"' in source(c)]
             assert companion, f"{lab}: у письменного ответа {meta['grade_id']} нет автоматической проверки наличия"
             assert 1 <= nbgrader(companion[0])["points"] <= 2
     hidden = [c for c in cells if "BEGIN HIDDEN TESTS" in source(c)]
@@ -339,14 +354,18 @@ def lab_cells(lab: str) -> dict[str, str]:
             if c["cell_type"] == "code" and nbgrader(c).get("grade_id")}
 
 
-def run_until(lab: str, last: str) -> dict:
-    """Исполнить в этом процессе код ячеек лабораторной по порядку до ячейки ``last`` включительно."""
+def run_until(lab: str, last: str, replace: dict[str, str] | None = None) -> dict:
+    """Исполнить в этом процессе код ячеек лабораторной по порядку до ячейки ``last`` включительно.
+
+    ``replace`` — свой код вместо ячеек решения: grade_id → код (как его написал бы слушатель).
+    """
     module = types.ModuleType(f"lab_{lab}")  # dataclasses ищут модуль класса в sys.modules
     sys.modules[module.__name__] = module
     namespace = module.__dict__
     for grade_id, code in lab_cells(lab).items():
         if nbgrader_is_test(lab, grade_id):
             continue
+        code = (replace or {}).get(grade_id, code)
         exec(compile(code, f"{lab}:{grade_id}", "exec"), namespace)
         if grade_id == last:
             return namespace
@@ -361,6 +380,102 @@ def run_check(lab: str, namespace: dict, grade_id: str) -> None:
     exec(compile(lab_cells(lab)[grade_id], f"{lab}:{grade_id}", "exec"), namespace)
 
 
+# лаб. 1: честная работа не теряет баллов, ошибка теряет — с сообщением, которое её называет
+LOOP_SEARCH = """
+def search(query, docs, k=3, threshold=None):
+    rows = [(doc, n, text) for doc in docs for n, text in enumerate(chunk_text(doc["text"]), start=1)]
+    q = embed(query)
+    q_len = sum(x * x for x in q) ** 0.5
+    scores = []
+    for _, _, text in rows:
+        v = embed(text)
+        v_len = sum(x * x for x in v) ** 0.5
+        scores.append(sum((a / v_len) * (b / q_len) for a, b in zip(v, q)) if v_len and q_len else 0.0)
+    return [Hit(rank, float(scores[i]), rows[i][0]["id"], rows[i][1], rows[i][0]["title"], rows[i][2])
+            for rank, i in enumerate(top_k(scores, k, threshold), start=1)]
+"""
+
+
+def test_lab1_a_cosine_computed_by_a_loop_passes_the_threshold():
+    """Цикл даёт 0.19999999999999993 там, где истинный косинус — ровно 0.2 (порог 0.2): допуск 1e-9 это принимает."""
+    namespace = run_until("lab01_mini_rag", "search", replace={"search": LOOP_SEARCH})
+    hits = namespace["search"]("потерял пропуск", namespace["DOCS"], k=2, threshold=0.2)
+    assert [h.doc_id for h in hits] == ["pass"] and hits[0].score < 0.2, "пример перестал быть пограничным"
+    for grade_id in ("search_visible", "search_hidden"):
+        run_check("lab01_mini_rag", namespace, grade_id)
+
+
+LAB1_BUGS = {
+    "строгое > на пороге": ("top_k", """
+def top_k(scores, k, threshold=None):
+    passed = [i for i, s in enumerate(scores) if threshold is None or s > threshold]
+    return sorted(passed, key=lambda i: (-float(scores[i]), i))[:k]
+""", "top_k_hidden", "равная порогу, проходит"),
+    "порог без допуска": ("top_k", """
+def top_k(scores, k, threshold=None):
+    passed = [i for i, s in enumerate(scores) if threshold is None or s >= threshold]
+    return sorted(passed, key=lambda i: (-float(scores[i]), i))[:k]
+""", "top_k_visible", "threshold - SCORE_TOLERANCE"),
+    "ничья — больший индекс": ("top_k", """
+def top_k(scores, k, threshold=None):
+    passed = [i for i, s in enumerate(scores) if threshold is None or s >= threshold - SCORE_TOLERANCE]
+    return sorted(passed, key=lambda i: (-float(scores[i]), -i))[:k]
+""", "top_k_hidden", "ничьей раньше идёт меньший индекс"),
+    "меняет вход": ("l2_normalize", """
+def l2_normalize(x):
+    x = np.asarray(x, dtype=float)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    np.divide(x, norms, out=x, where=norms > 0)
+    return x
+""", "l2_normalize_hidden", "изменила входной массив"),
+    "ссылка после точки не приклеена": ("check_citations", """
+CITATION_RE = re.compile(r"\\[(\\d+(?:\\s*,\\s*\\d+)*)\\]")
+
+
+def check_citations(answer, hits):
+    cited = [int(n) for group in CITATION_RE.findall(answer) for n in group.split(",")]
+    unknown = tuple(sorted({n for n in cited if not 1 <= n <= len(hits)}))
+    core = REFUSAL.rstrip(".").lower()
+    claims = [s for s in split_sentences(answer) if s.rstrip(".!…").strip().lower() != core]
+    uncited = tuple(c for c in claims if not CITATION_RE.search(c))
+    ok = not unknown and not uncited and (bool(claims) or core in answer.lower())
+    return CitationReport(ok, tuple(dict.fromkeys(cited)), unknown, uncited)
+""", "check_citations_hidden", "uncited"),
+}
+
+
+@pytest.mark.parametrize("bug", list(LAB1_BUGS))
+def test_lab1_a_real_bug_loses_points_with_a_message_that_names_it(bug):
+    grade_id, code, failing, message = LAB1_BUGS[bug]
+    namespace = run_until("lab01_mini_rag", "search", replace={grade_id: code})
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        run_check("lab01_mini_rag", namespace, failing)
+
+
+def test_lab1_a_dropped_last_chunk_is_named_as_lost_text():
+    code = lab_cells("lab01_mini_rag")["chunk_text"]
+    dropped = code.replace("    if start is not None:\n        chunks.append(text[start:end])\n    return chunks",
+                           "    return chunks")
+    assert dropped != code
+    namespace = run_until("lab01_mini_rag", "chunk_text", replace={"chunk_text": dropped})
+    with pytest.raises(AssertionError, match="текст потерян"):
+        run_check("lab01_mini_rag", namespace, "chunk_text_hidden")
+
+
+def test_lab1_the_long_word_leftover_rule_is_shown_by_a_visible_test():
+    """Прочтение «остаток слова — отдельный кусок» задание исключает словами и видимым примером."""
+    namespace = run_until("lab01_mini_rag", "chunk_text")
+    reference = namespace["chunk_text"]
+
+    def leftover_alone(text, max_chars=220, overlap=0):
+        return ["Сверхдлинн", "оеслово", "и ещё раз."] if text == "Сверхдлинноеслово и ещё раз." else reference(text, max_chars, overlap)
+
+    namespace["chunk_text"] = leftover_alone
+    with pytest.raises(AssertionError, match="остаток начинает новый кусок"):
+        run_check("lab01_mini_rag", namespace, "chunk_text_visible")
+
+
+# лаб. 2: корпус по правилам задания, честный отказ не наказывается
 def _lab2_variants():
     from minirag import DEMO_DOCS, Document
 
@@ -369,18 +484,32 @@ def _lab2_variants():
         fields = {"id": doc.id, "title": doc.title, "text": doc.text, **changes}
         return [*docs[:i], Document(fields["id"], fields["title"], fields["text"]), *docs[i + 1:]]
 
+    one_sentence = ("Мастерская принимает велосипеды в ремонт каждый день кроме понедельника с десяти утра и до "
+                    "восьми вечера а по субботам работает дежурный механик который чинит только проколы и цепи "
+                    "и ничего не заказывает у поставщиков")
     return {
         "19 документов": (lambda docs: docs[:19], "docs_shape", "В DOCS 19 документов, нужно ровно 20"),
+        "21 документ": (lambda docs: docs + [replace(docs, 0, id="spica-extra")[0]], "docs_shape", "В DOCS 21 документ, нужно"),
         "повтор id": (lambda docs: replace(docs, 1, id=docs[0].id), "docs_shape", "id повторяются"),
         "150 символов": (lambda docs: replace(docs, 3, text=docs[3].text[:150]), "docs_lengths", "150 символов, нужно от 200"),
         "копия демо-корпуса": (lambda docs: list(DEMO_DOCS[:20]), "docs_original", "взяты из демо-корпуса"),
         "почти-дубликат": (lambda docs: replace(docs, 5, text=docs[4].text + " Это правило действует с весны."),
                            "docs_original", "почти одинаковые"),
         "номер вместо id": (lambda docs: replace(docs, 2, id="doc3"), "docs_shape", "просто номер по порядку"),
+        "хеш вместо id": (lambda docs: replace(docs, 2, id="note-3f9a0c77be21d4"), "docs_hidden", "похож на случайный хеш"),
+        "одно предложение": (lambda docs: replace(docs, 6, text=one_sentence), "docs_hidden", "нужно хотя бы 2"),
+        "повтор заголовка": (lambda docs: replace(docs, 7, title=docs[8].title.upper()), "docs_hidden", "Заголовки повторяются"),
     }
 
 
 LAB2_CHECKS = ("docs_shape", "docs_lengths", "docs_original", "docs_hidden")
+
+
+def test_lab2_the_document_rules_of_hidden_tests_are_stated_in_the_task():
+    task = source(next(c for c in solution_nb("lab02_own_docs")["cells"] if nbgrader(c).get("grade_id") == "task1"))
+    for rule in ("200 до 1000 символов", "двух предложений", "25 слов", "у каждого документа свой",
+                 "шестнадцатеричных", "номер по порядку", "0,5"):
+        assert rule in task, f"правило «{rule}» проверяется тестами, но не написано в задании 1"
 
 
 def test_lab2_checks_accept_the_solution_corpus():
@@ -398,9 +527,43 @@ def test_lab2_checks_reject_a_bad_corpus(variant):
         run_check("lab02_own_docs", namespace, grade_id)
 
 
+LAB2_ANSWER_CHECKS = ("table_visible", "table_hidden", "prompts_visible", "answers_visible", "answers_hidden")
+
+
+def test_lab2_an_honest_refusal_is_not_penalised():
+    """Нужный документ найден, но его чанк ответа не содержит: «не попал» и отказ — все баллы."""
+    namespace = run_until("lab02_own_docs", "answers")
+    query = namespace["QUERIES"][0]
+    found = [row for row in namespace["HIT_TABLE"] if row["query"] == query and row["hit"]]
+    assert found and all(row["doc_id"] in namespace["RELEVANT"][query] for row in found)
+    for row in found:
+        row["hit"] = False
+    namespace["ANSWERS"][query] = namespace["REFUSAL"]
+    for grade_id in LAB2_ANSWER_CHECKS:
+        run_check("lab02_own_docs", namespace, grade_id)
+
+
+def test_lab2_a_refusal_next_to_marked_hits_and_a_hit_outside_the_labels_are_caught():
+    namespace = run_until("lab02_own_docs", "answers")
+    query = namespace["QUERIES"][0]
+    namespace["ANSWERS"][query] = namespace["REFUSAL"]
+    with pytest.raises(AssertionError, match="ответил отказом, хотя в таблице отметил попадания"):
+        run_check("lab02_own_docs", namespace, "answers_hidden")
+
+    namespace = run_until("lab02_own_docs", "answers")
+    wrong = next(row for row in namespace["HIT_TABLE"] if row["doc_id"] not in namespace["RELEVANT"][row["query"]])
+    wrong["hit"] = True
+    with pytest.raises(AssertionError, match="не отмечен в RELEVANT"):
+        run_check("lab02_own_docs", namespace, "table_hidden")
+
+
+# лаб. 4: примеры — то, за что себя выдают; rank_of получает список, а не индекс
+LAB4_EXAMPLE_CHECKS = ("examples_shape", "examples_words", "examples_kinds", "examples_fail", "controls")
+
+
 def test_lab4_checks_accept_the_solution_examples():
     namespace = run_until("lab04_hash_failures", "examples")
-    for grade_id in ("examples_shape", "examples_fail", "controls", "examples_hidden"):
+    for grade_id in LAB4_EXAMPLE_CHECKS:
         run_check("lab04_hash_failures", namespace, grade_id)
 
 
@@ -408,9 +571,56 @@ def test_lab4_checks_accept_the_solution_examples():
 def test_lab4_checks_reject_an_example_that_in_fact_succeeds(kind):
     namespace = run_until("lab04_hash_failures", "examples")
     example = namespace["EXAMPLES"][kind]
-    example["query"] = example["control"]  # запрос точными словами документа находится
+    example["query"] = example["control"]  # запрос словами документа находится
     with pytest.raises(AssertionError, match="не ломается"):
         run_check("lab04_hash_failures", namespace, "examples_fail")
+
+
+LAB4_JUNK = {  # issue 11: всё это проходило проверку на 18 из 18
+    "abbreviation": ("ЪЪЪ йцук", {"ЪЪЪ": "налога на доходы"}, "буквы «ЪЪЪ» не складываются из начал слов"),
+    "typo": ("ккк ггг", {"ккк": "книгу"}, "опечатка — это 1 или 2 правки"),
+    "negation": ("не ффф", {"не ффф": "компания не компенсирует"}, "есть слова, которых нет в словаре pymorphy3"),
+    "synonym": ("щщщ ююю", {"щщщ": "велосипед"}, "нет в словаре pymorphy3"),
+}
+
+
+@pytest.mark.parametrize("kind", list(LAB4_JUNK))
+def test_lab4_junk_examples_lose_the_example_points_with_the_broken_rule_named(kind):
+    query, words, rule = LAB4_JUNK[kind]
+    namespace = run_until("lab04_hash_failures", "examples")
+    namespace["EXAMPLES"][kind].update(query=query, words=words)
+    run_check("lab04_hash_failures", namespace, "examples_fail")  # шум и правда «не находится» — но баллов за вид не даёт
+    with pytest.raises(AssertionError, match="не слово русского языка"):
+        run_check("lab04_hash_failures", namespace, "examples_words")
+    with pytest.raises(AssertionError, match=re.escape(rule)):
+        run_check("lab04_hash_failures", namespace, "examples_kinds")
+
+
+LAB4_WRONG_KIND = {  # настоящие слова, но пример не своего вида
+    "negation": ("Что из спорта мне не подарят?", {"не подарят": "компания не компенсирует"}, "нет общей основы значимого слова"),
+    "synonym": ("Куда поставить велосипеды, если приехал в офис?", {"велосипеды": "велосипед"}, "общие основы"),
+    "typo": ("на сколько недель дают книгу в библиотеке", {"книгу": "книгу"}, "есть в корпусе"),
+    "abbreviation": ("Как оформить возврат НДС за курсы?", {"НДС": "налога на доходы физических лиц"}, "не складываются из начал слов"),
+}
+
+
+@pytest.mark.parametrize("kind", list(LAB4_WRONG_KIND))
+def test_lab4_an_example_of_another_kind_is_named(kind):
+    query, words, rule = LAB4_WRONG_KIND[kind]
+    namespace = run_until("lab04_hash_failures", "examples")
+    namespace["EXAMPLES"][kind].update(query=query, words=words)
+    run_check("lab04_hash_failures", namespace, "examples_words")
+    with pytest.raises(AssertionError, match=re.escape(rule)):
+        run_check("lab04_hash_failures", namespace, "examples_kinds")
+
+
+def test_lab4_rank_of_gets_plain_hits_and_returns_their_rank():
+    namespace = run_until("lab04_hash_failures", "rank_of")
+    for grade_id in ("rank_of_visible", "rank_of_hidden"):
+        run_check("lab04_hash_failures", namespace, grade_id)
+    namespace["rank_of"] = lambda hits, doc_id: next((i + 1 for i, h in enumerate(hits) if h.doc_id == doc_id), None)
+    with pytest.raises(AssertionError, match="поле rank, а не номер в списке"):
+        run_check("lab04_hash_failures", namespace, "rank_of_hidden")
 
 
 def test_lab4_checks_reject_a_wrong_fixes_table():
@@ -421,15 +631,78 @@ def test_lab4_checks_reject_a_wrong_fixes_table():
         run_check("lab04_hash_failures", namespace, "fixes_hidden")
 
 
-def test_lab1_hidden_tests_catch_what_visible_tests_miss():
-    """top_k со строгим сравнением с порогом проходит видимые тесты, но не скрытые."""
-    namespace = run_until("lab01_mini_rag", "top_k")
+# ---------- labkit: письменный ответ — только из ноутбука под проверкой ----------
+def _answered(tmp_path: Path, name: str, text: str) -> Path:
+    notebook = solution_nb("lab01_mini_rag")
+    for cell in notebook["cells"]:
+        if nbgrader(cell).get("grade_id") == "why_cosine":
+            cell["source"] = text
+    path = tmp_path / name
+    path.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+    return path
 
-    def top_k_strict(scores, k, threshold=None):
-        passed = [i for i, s in enumerate(scores) if threshold is None or s > threshold]
-        return sorted(passed, key=lambda i: (-float(scores[i]), i))[:k]
 
-    namespace["top_k"] = top_k_strict
-    run_check("lab01_mini_rag", namespace, "top_k_visible")
-    with pytest.raises(AssertionError, match="равная порогу, проходит"):
-        run_check("lab01_mini_rag", namespace, "top_k_hidden")
+def test_labkit_reads_the_notebook_under_check_never_a_neighbour(tmp_path, monkeypatch):
+    import labkit
+
+    monkeypatch.delenv("AUTOGRADE_NOTEBOOK", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    _answered(tmp_path, "lab01_mini_rag.ipynb", "ТВОЙ ОТВЕТ ЗДЕСЬ: замени этот текст своим ответом.")
+    assert labkit.written_answer("why_cosine").startswith("ТВОЙ ОТВЕТ ЗДЕСЬ")  # единственный ноутбук папки
+    _answered(tmp_path, "lab01_mini_rag-Copy1.ipynb", "Готовый ответ из копии.")
+    with pytest.raises(AssertionError, match="несколько ноутбуков"):  # гадать нельзя
+        labkit.written_answer("why_cosine")
+    monkeypatch.setenv("AUTOGRADE_NOTEBOOK", "lab01_mini_rag-Copy1.ipynb")  # так говорит проверка
+    assert labkit.written_answer("why_cosine") == "Готовый ответ из копии."
+    monkeypatch.setenv("AUTOGRADE_NOTEBOOK", str(tmp_path / "lab01_mini_rag.ipynb"))
+    assert labkit.written_answer("why_cosine").startswith("ТВОЙ ОТВЕТ ЗДЕСЬ")
+    monkeypatch.delenv("AUTOGRADE_NOTEBOOK")
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "lab01_mini_rag-Copy1.ipynb"))  # так говорит JupyterLab
+    assert labkit.written_answer("why_cosine") == "Готовый ответ из копии."
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    monkeypatch.setenv("JPY_SESSION_NAME", str(_answered(elsewhere, "lab01_mini_rag.ipynb", "Чужой ответ.")))
+    with pytest.raises(AssertionError, match="несколько ноутбуков"):  # ноутбук из другой папки — не наш
+        labkit.written_answer("why_cosine")
+
+
+def test_labkit_counts_words_with_agreement(tmp_path, monkeypatch, capsys):
+    import labkit
+
+    monkeypatch.delenv("AUTOGRADE_NOTEBOOK", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    _answered(tmp_path, "lab01_mini_rag.ipynb", "слово " * 21)
+    with pytest.raises(AssertionError, match="21 слово, нужно хотя бы 40"):
+        labkit.check_written("why_cosine", "Почему косинус")
+    _answered(tmp_path, "lab01_mini_rag.ipynb", "слово " * 42)
+    assert labkit.check_written("why_cosine", "Почему косинус") is None  # число nbgrader принял бы за частичный балл
+    assert "42 слова" in capsys.readouterr().out
+
+
+# ---------- число и существительное согласованы ----------
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_texts_agree_in_number(lab):
+    from agreement import disagreements
+
+    for kind in ("solutions", "labs"):
+        notebook = load(ROOT / kind / lab / f"{lab}.ipynb")
+        found = [f"{nbgrader(c).get('grade_id')}: {d}" for c in notebook["cells"] for d in disagreements(source(c))]
+        assert not found, f"{kind}/{lab}: число не согласовано с существительным: {found}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_outputs_agree_in_number(course, lab):
+    """Что напечатали ячейки и сообщения тестов при автопроверке решения и нетронутой версии."""
+    from agreement import disagreements
+
+    for student in STUDENTS:
+        graded = load(course["root"] / "autograde" / "autograded" / student / lab / f"{lab}.ipynb")
+        texts = [output.get("text", "") if isinstance(output.get("text", ""), str) else "".join(output["text"])
+                 for cell in graded["cells"] for output in cell.get("outputs", []) if output.get("output_type") == "stream"]
+        texts += [output.get("evalue", "") for cell in graded["cells"] for output in cell.get("outputs", [])
+                  if output.get("output_type") == "error"]
+        found = [d for text in texts for d in disagreements(text)]
+        assert not found, f"{student}/{lab}: число не согласовано с существительным: {found}"

@@ -1,4 +1,4 @@
-"""Код курса читают ученики: он проходит ruff с настройками из pyproject.toml."""
+"""Код курса читают ученики: он проходит ruff с настройками из pyproject.toml — и библиотека, и главы книги."""
 
 import subprocess
 import sys
@@ -8,6 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ruff_finds_nothing():
-    targets = [p for p in ("src", "tests", "benchmarks", "autograde") if (ROOT / p).exists()]
+    # book/ — главы-ноутбуки: ruff проверяет и .ipynb (код ячеек)
+    targets = [p for p in ("src", "tests", "benchmarks", "autograde", "book") if (ROOT / p).exists()]
     result = subprocess.run([sys.executable, "-m", "ruff", "check", *targets], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -12,7 +12,6 @@
 другом процессе, эталона и скрытых тестов в ядре нет. Модуль ничего не печатает сам.
 """
 
-import dataclasses as _dataclasses
 import json as _json
 import socket as _socket
 import struct as _struct
@@ -36,17 +35,7 @@ def _namespace() -> dict:
 
 
 def _resolve_class(module: str, qualname: str):
-    cls = None
-    if module == "__main__":
-        cls = _namespace().get(qualname)
-    elif module.split(".")[0] == "minirag":
-        try:
-            import minirag
-
-            cls = getattr(minirag, qualname, None)
-        except ImportError:
-            cls = None
-    return cls if isinstance(cls, type) and _dataclasses.is_dataclass(cls) else None
+    return dataclass_by_name(module, qualname, _namespace().get)  # noqa: F821 — из codec.py
 
 
 def _mutable(value) -> bool:

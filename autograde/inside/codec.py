@@ -194,6 +194,21 @@ def _array(dtype, shape, data):
     return np.frombuffer(raw, dtype=kind).reshape(shape).copy()
 
 
+def dataclass_by_name(module: str, qualname: str, local) -> type | None:
+    """Разрешённый класс dataclass по имени: из задания (``__main__``, ``local(имя)``) или из minirag, иначе None."""
+    cls = None
+    if module == "__main__":
+        cls = local(qualname)
+    elif module.split(".")[0] == "minirag":
+        try:
+            import minirag
+
+            cls = getattr(minirag, qualname, None)
+        except ImportError:
+            cls = None
+    return cls if isinstance(cls, type) and dataclasses.is_dataclass(cls) else None
+
+
 def exception_reply(exc: BaseException) -> dict:
     """Исключение из кода слушателя — как данные: тип, его предки и сообщение."""
     mro = [c.__name__ for c in type(exc).__mro__ if c is not object]

@@ -15,7 +15,6 @@
 
 import builtins
 import contextlib
-import dataclasses
 import io
 import json
 import os
@@ -23,7 +22,7 @@ import struct
 import sys
 import traceback
 
-from codec import CodecError, Decoder, Encoder
+from codec import CodecError, Decoder, Encoder, dataclass_by_name
 
 MAX_FRAME = 64 * 1024 * 1024
 MAX_STREAM = 256 * 1024  # столько печати теста сохраняем
@@ -106,17 +105,7 @@ class Judge:
         return Decoder(self.resolve_class, self.proxy)
 
     def resolve_class(self, module: str, qualname: str):
-        cls = None
-        if module == "__main__":
-            cls = dict.get(self.namespace, qualname)
-        elif module.split(".")[0] == "minirag":
-            try:
-                import minirag
-
-                cls = getattr(minirag, qualname, None)
-            except ImportError:
-                cls = None
-        return cls if isinstance(cls, type) and dataclasses.is_dataclass(cls) else None
+        return dataclass_by_name(module, qualname, lambda name: dict.get(self.namespace, name))
 
     def fetch(self, name: str):
         reply = self.ask({"op": "get", "name": name})

@@ -1,6 +1,6 @@
 """Песочница проверки: ядро слушателя и судья — каждый в своём bubblewrap, без сети, с лимитами.
 
-``policy`` решает, что видно и можно внутри; ``process`` запускает программу и следит за ней;
+``policy`` решает, что видно и можно внутри; ``launch`` запускает программу, ``process`` следит за ней;
 программы, которые исполняются внутри (init, судья, канал), лежат в ``autograde/inside/``.
 """
 
@@ -13,8 +13,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .launch import start
 from .policy import HOME, INSTALL_HINT, Limits, bwrap_argv, python_paths, sandbox_env, seccomp_program
-from .process import Process, SandboxError, start
+from .process import Process, SandboxError
 
 __all__ = ["INSTALL_HINT", "Limits", "Process", "SandboxError", "check_sandbox", "start"]
 

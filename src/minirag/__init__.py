@@ -17,7 +17,15 @@ from .chunkers import TableChunk, code_chunks, semantic_chunks, table_chunks
 from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, Corpus, load_corpus
 from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
-from .evaluate import EvaluationReport, evaluate, hit_at_k, precision_at_k, recall_at_k, reciprocal_rank
+from .evaluate import (
+    EvaluationReport,
+    evaluate,
+    hit_at_k,
+    precision_at_k,
+    random_hit_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 from .expand import doc_vectors, expand_neighbors, hierarchical_search
 from .generate import Answer, ExtractiveGenerator, Generator, answer
 from .hybrid import exact_phrases, force_exact, hybrid_search, index_bm25, rrf
@@ -50,7 +58,7 @@ __all__ = [
     # глава 6: промпт с источниками и проверка цитат
     "build_prompt", "parse_prompt", "parse_sources", "parse_citations", "check_citations", "CitationReport", "REFUSAL",
     # глава 7: оценка поиска и размеченные данные
-    "evaluate", "EvaluationReport", "hit_at_k", "precision_at_k", "recall_at_k", "reciprocal_rank",
+    "evaluate", "EvaluationReport", "hit_at_k", "random_hit_at_k", "precision_at_k", "recall_at_k", "reciprocal_rank",
     "DEMO_DOCS", "DEMO_QUERIES", "DEMO_DEV", "DEMO_TEST", "CATEGORIES", "Corpus", "load_corpus",
     # глава 9: за пределами косинуса
     "BM25", "index_bm25", "rrf", "hybrid_search", "exact_phrases", "force_exact", "mmr", "mmr_search",

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,23 @@ def reciprocal_rank(ranked: Sequence[str], relevant) -> float:
     """
     relevant = set(relevant)
     return next((1.0 / rank for rank, doc_id in enumerate(_ranked(ranked), start=1) if doc_id in relevant), 0.0)
+
+
+def random_hit_at_k(index, labeled, k: int = 3) -> float:
+    """Ожидаемый hit@k, если брать k чанков индекса наугад: базовая линия для любого hit@k.
+
+    Для запроса с r чанками релевантных документов из N: ``1 − C(N − r, k) / C(N, k)``, среднее по
+    запросам с ответом. Пример: ``random_hit_at_k(index, DEMO_QUERIES, k=3)`` → ``0.09…``.
+    Глава 7. Оценка поиска.
+    """
+    k = require_k(k)
+    answerable = [q for q in labeled if q.relevant]
+    if not answerable:
+        raise MiniRagError("Нет запросов с ответом: базовая линия hit@k для них не определена.")
+    n = len(index)
+    doc_ids = [chunk.doc_id for chunk in index.chunks]
+    values = [1 - math.comb(n - sum(d in q.relevant for d in doc_ids), k) / math.comb(n, k) for q in answerable]
+    return sum(values) / len(values)
 
 
 @dataclass

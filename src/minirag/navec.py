@@ -131,8 +131,5 @@ class NavecEmbedder:
         return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
     def embed_one(self, text: str) -> np.ndarray:
-        """Вектор одного текста, форма (300,); у текста без известных слов — нули.
-
-        Пример: ``NavecEmbedder().embed_one("8821").any()`` → ``False``.
-        """
+        """Вектор одного текста, форма (300,). Пример: ``float(abs(NavecEmbedder().embed_one("8821")).sum())`` → ``0.0`` (слова нет в словаре)."""
         return self.embed([require_text(text)])[0]

@@ -1,0 +1,193 @@
+"""Класс независимых слушателей: честная работа получает все баллы, ошибка — теряет их, с понятной причиной.
+
+Каждый слушатель — файл ``tests/learners/<lab>/<имя>.cells``, написанный только по выданной версии
+лабораторной и книге (не по solutions/ и не по коду minirag): разные стили (циклы и numpy, каждое
+допустимое прочтение правил, числа, посчитанные иначе), и варианты с одной настоящей ошибкой.
+Формат файла — в tests/learners/README.md. Вся группа лабораторной проверяется одной командой
+``grade`` (как у преподавателя); потом каждую работу проверяет ``check`` (как у слушателя), и
+вердикты видимых тестов обязаны совпасть.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import autograde_class as ac
+import pytest
+from grading import LIMITS, ROOT, cli, read_csv, sandbox_problem
+
+SANDBOX_PROBLEM = sandbox_problem()
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(SANDBOX_PROBLEM is not None, reason=f"нет песочницы: {SANDBOX_PROBLEM}")]
+LEARNERS = ROOT / "tests" / "learners"
+LABS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+@dataclass
+class Learner:
+    lab: str
+    name: str
+    about: str
+    base: str | None
+    expect_full: bool
+    lose: set[str] = field(default_factory=set)
+    messages: dict[str, str] = field(default_factory=dict)
+    cells: dict[str, str] = field(default_factory=dict)
+
+
+def parse(path: Path) -> Learner:
+    text = path.read_text(encoding="utf-8")
+    head, *chunks = re.split(r"^%% ", text, flags=re.M)
+    learner = Learner(path.parent.name, path.stem, "", None, False)
+    for line in head.splitlines():
+        key, _, value = line.lstrip("# ").partition(":")
+        value = value.strip()
+        if key == "learner":
+            learner.about = value
+        elif key == "base":
+            learner.base = value
+        elif key == "expect":
+            learner.expect_full = value == "full"
+            if value.startswith("lose"):
+                learner.lose = set(value.split()[1:])
+        elif key == "message":
+            grade_id, _, substring = value.partition("~")
+            learner.messages[grade_id.strip()] = substring.strip()
+    for chunk in chunks:
+        grade_id, _, source = chunk.partition("\n")
+        learner.cells[grade_id.strip()] = source.rstrip("\n") + "\n"
+    return learner
+
+
+def learners(lab: str) -> list[Learner]:
+    found = {p.stem: parse(p) for p in sorted((LEARNERS / lab).glob("*.cells"))}
+    for learner in found.values():  # base: начать с ячеек другого слушателя
+        chain, seen = learner, set()
+        while chain.base and chain.base not in seen:
+            seen.add(chain.base)
+            chain = found[chain.base]
+            learner.cells = {**chain.cells, **learner.cells}
+    return list(found.values())
+
+
+ALL = [learner for lab in LABS for learner in learners(lab)]
+
+
+def notebook(learner: Learner) -> bytes:
+    release = json.loads((ROOT / "labs" / learner.lab / f"{learner.lab}.ipynb").read_text(encoding="utf-8"))
+    nb = copy.deepcopy(release)
+    for cell in nb["cells"]:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id in learner.cells:
+            cell["source"] = learner.cells[grade_id]
+    return ac.dumps(nb)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Каждая лабораторная — одним запуском grade на всех её слушателях; результаты по ячейкам."""
+    tmp = tmp_path_factory.mktemp("learners")
+    course = ac.course_copy(tmp / "course")
+    out = {}
+    for lab in LABS:
+        group = learners(lab)
+        if not group:
+            continue
+        for learner in group:
+            folder = tmp / "class" / lab / learner.name / lab
+            folder.mkdir(parents=True)
+            (folder / f"{lab}.ipynb").write_bytes(notebook(learner))
+        result = cli("grade", lab, "--submissions", tmp / "class" / lab, "--course", course, "--workers", "2", *LIMITS)
+        assert result.returncode == 0, result.stderr[-3000:]
+        results = {p.stem: json.loads(p.read_text(encoding="utf-8"))
+                   for p in (course / "autograde" / "work" / lab / "results").glob("*.json")}
+        out[lab] = {"rows": read_csv(course / "autograde" / "grades" / f"{lab}.csv"), "results": results}
+    return {"course": course, "labs": out, "tmp": tmp}
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_lab_has_a_class_of_independent_learners(lab):
+    group = learners(lab)
+    assert sum(learner.expect_full for learner in group) >= 3, f"{lab}: нужно не меньше трёх честных решений"
+
+
+@pytest.mark.parametrize("learner", ALL, ids=lambda learner: f"{learner.lab}:{learner.name}")
+def test_learner_gets_exactly_the_points_their_work_deserves(graded, learner):
+    from autograde.course import safe_key
+
+    result = graded["labs"][learner.lab]["results"][safe_key(learner.name)]
+    assert result["status"] == "ok", (result["status"], result["message"])
+    tests = {c["grade_id"]: c for c in result["cells"] if c["kind"] == "test"}
+    lost = {gid for gid, c in tests.items() if c["score"] < c["max_score"]}
+    if learner.expect_full:
+        assert lost == set(), {gid: tests[gid]["message"][:300] for gid in lost}
+    else:
+        assert lost == learner.lose, {gid: tests[gid]["message"][:300] for gid in lost ^ learner.lose if gid in tests}
+    for grade_id, substring in learner.messages.items():
+        assert substring in tests[grade_id]["message"], (grade_id, tests[grade_id]["message"][:500])
+
+
+def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
+    """Что слушатель видит в ``check`` (видимые тесты), то и получает у преподавателя."""
+    from autograde.check import check
+    from autograde.course import safe_key
+
+    def one(numbered):
+        number, learner = numbered
+        folder = graded["tmp"] / "check" / learner.name / learner.lab
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{learner.lab}.ipynb"
+        path.write_bytes(notebook(learner))
+        return learner, check(path, graded["course"], slot=1 + number % 2)  # свой uid песочницы у каждого потока
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reports = list(pool.map(one, enumerate(ALL)))
+    differ = []
+    for learner, report in reports:
+        cells = {c["grade_id"]: c for c in
+                 graded["labs"][learner.lab]["results"][safe_key(learner.name)]["cells"]}
+        for r in report.results:
+            if r.status in ("hidden", "manual") or cells.get(r.grade_id, {}).get("kind") != "test":
+                continue
+            graded_pass = cells[r.grade_id]["score"] >= cells[r.grade_id]["max_score"]
+            if (r.status == "passed") != graded_pass:
+                differ.append((learner.lab, learner.name, r.grade_id, r.status, cells[r.grade_id]["message"][:200]))
+    assert differ == []
+
+
+def test_validate_in_the_learners_kernel_agrees_with_the_judge_on_honest_work(graded, tmp_path):
+    """Validate в JupyterLab исполняет тесты в ядре слушателя (как ``nbgrader autograde``); честной работе
+    он обязан дать тот же итог, что судья: все автоматические баллы."""
+    import os
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    course = ac.course_copy(tmp_path / "course")
+    honest = [learner for learner in ALL if learner.expect_full]
+    for learner in honest:
+        folder = course / "autograde" / "submitted" / learner.name / learner.lab
+        folder.mkdir(parents=True)
+        (folder / f"{learner.lab}.ipynb").write_bytes(notebook(learner))
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["AUTOGRADE_ALLOW_NBGRADER"] = "1"  # курс запрещает nbgrader autograde; здесь он — то, что делает Validate
+    for lab in sorted({learner.lab for learner in honest}):
+        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force", "--log-level=ERROR"],
+                       cwd=course, check=True, capture_output=True, env=env)
+        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", lab, "--log-level=ERROR"], cwd=course,
+                       check=True, capture_output=True, env=env, timeout=1200)
+    lost = {}
+    with Gradebook(f"sqlite:///{course / 'autograde' / 'gradebook.db'}") as gb:
+        for learner in honest:
+            submission = gb.find_submission(learner.lab, learner.name)
+            failing = [g.name for nb in submission.notebooks for g in nb.grades
+                       if g.cell_type == "code" and (g.auto_score or 0) < g.max_score]
+            if failing:
+                lost[f"{learner.lab}:{learner.name}"] = failing
+    assert lost == {}
