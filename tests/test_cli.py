@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 from fakes import ENV, FakeServer, dead_url
 
-from minirag.__main__ import main
+from minirag import HashEmbedder, Index, NavecEmbedder, evaluate, hybrid_search, index_bm25, store, tokenize
+from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, DEV_HIT3, EMBEDDERS, main
+from minirag.data import DEMO_DEV, DEMO_DOCS
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -55,7 +58,7 @@ def test_ask_answers_from_the_saved_index_with_sources_and_checked_citations(bui
     result = run("ask", "Сколько календарных дней длится отпуск?", "--index", str(index), "--k", "2")
     assert result.returncode == 0 and result.stderr == "", result.stderr
     out = result.stdout
-    assert "Найдено (cosine, k=2, порог нет):" in out and "  [1] " in out and "  [3] " not in out
+    assert "Найдено (cosine, k=2; лучший чанк не ниже порога 0." in out and "  [1] " in out and "  [3] " not in out
     assert "hr/отпуск.md, чанк 1 — Отпуск" in out  # источник — путь к файлу
     assert "Ежегодный отпуск длится 28 календарных дней [1]." in out
     assert "Проверка цитат: Цитаты в порядке" in out
@@ -97,7 +100,6 @@ def test_user_errors_are_one_russian_line_with_exit_code_2(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["ask", "x", "--method", "bm25", "--threshold", "0.2"], "только с --method cosine"),
     (["ask", "x", "--threshold", "2"], "от -1 до 1"),
     (["ask", "x", "--method", "faiss"], "недопустимое значение 'faiss'"),
     (["ask", "x", "--generator", "openai"], "MINIRAG_MODEL"),
@@ -126,3 +128,115 @@ def test_an_index_asked_with_another_embedder_is_refused(built, capsys, monkeypa
     monkeypatch.setenv("MINIRAG_EMBED_MODEL", "nomic-embed-text")
     assert main(["ask", "x", "--index", str(index), "--embedder", "ollama"]) == 2
     assert "построен эмбеддером «HashEmbedder" in capsys.readouterr().err
+
+
+def threshold_printed(out: str) -> str:
+    return re.search(r"^Порог(?: отказа)?: ([0-9.]+|нет)", out, re.MULTILINE).group(1)
+
+
+def test_the_calibrated_threshold_is_stored_with_the_index_and_reused_by_ask(built):
+    _, index, result = built
+    calibration = store.read_meta(index)["calibration"]
+    assert store.read_meta(index)["embedder"] == DEFAULT_EMBEDDER
+    assert threshold_printed(result.stdout) == f"{calibration['threshold']:.3f}"
+    assert calibration["n_queries"] == 120 and 0 < calibration["threshold"] < 1
+    out = run("ask", "Сколько календарных дней длится отпуск?", "--index", str(index)).stdout
+    assert threshold_printed(out) == f"{calibration['threshold']:.3f}" and "калиброван при индексировании" in out
+
+
+def test_threshold_on_the_command_line_overrides_the_calibration(built):
+    _, index, _ = built
+    out = run("ask", "Сколько календарных дней длится отпуск?", "--index", str(index), "--threshold", "0.99").stdout
+    assert "Порог: 0.990 (задан --threshold)" in out and "Не найдено" in out
+    out = run("ask", "Какая завтра погода?", "--index", str(index), "--threshold", "-1").stdout
+    assert "Порог: нет (--threshold -1: без порога)" in out and f"Найдено (cosine, k={DEFAULT_K}; без порога):" in out
+
+
+def test_an_off_topic_question_is_refused_with_the_refusal_phrase(built):
+    _, index, _ = built
+    out = run("ask", "Кто выиграл кубок по хоккею в прошлом сезоне?", "--index", str(index)).stdout
+    assert "Не найдено: ни один чанк не прошёл порог" in out
+    assert "Ответ (extractive):\n  В контексте ответа нет." in out and "Цитаты в порядке: честный отказ." in out
+    # чанки нашлись (порог снят), но ни одно предложение не содержит слов вопроса — тоже отказ, с причиной
+    out = run("ask", "Кто выиграл кубок по хоккею?", "--index", str(index), "--threshold", "-1").stdout
+    assert "Найдено (cosine" in out and "В контексте ответа нет." in out
+    assert "Причина: ни в одном предложении найденных чанков нет" in out
+
+
+def test_titles_of_each_file_type_are_shown_with_the_sources(built):
+    _, index, _ = built
+    out = run("ask", "Где выдают пропуск?", "--index", str(index), "--threshold", "-1", "--k", "3").stdout
+    assert "hr/отпуск.md, чанк 1 — Отпуск" in out  # первый заголовок Markdown
+    assert "vpn.txt, чанк 1 — Для работы из дома подключитесь к VPN через клиент «Фарватер»." in out  # первая строка
+    assert "faq.csv:2, чанк 1 — faq.csv" in out  # у строки CSV — имя файла
+
+
+def test_other_methods_respect_the_calibrated_threshold(built):
+    _, index, _ = built
+    for method in ("bm25", "hybrid"):
+        out = run("ask", "Кто выиграл кубок по хоккею в прошлом сезоне?", "--index", str(index), "--method", method).stdout
+        assert "Не найдено" in out and "В контексте ответа нет." in out, method
+
+
+def test_an_index_saved_before_calibration_still_loads_with_the_course_embedder(tmp_path):
+    path = Index.build(DEMO_DOCS, HashEmbedder(dim=96)).save(tmp_path / "old.minirag")  # без meta, как раньше
+    result = run("ask", "Сколько дней длится ежегодный отпуск?", "--index", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "Порог: нет (в индексе нет калибровки" in result.stdout and "HashEmbedder(dim=96" in result.stdout
+    result = run("ask", "отпуск", "--index", str(path), "--embedder", "hash")
+    assert result.returncode == 2 and "построен эмбеддером «HashEmbedder(dim=96" in result.stderr
+
+
+def test_the_course_embedder_is_available_by_name(tmp_path):
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "a.txt").write_text("Отпуск длится 28 дней.", encoding="utf-8")
+    assert run("index", str(folder), "--out", str(tmp_path / "i.minirag"), "--embedder", "hash96").returncode == 0
+    out = run("ask", "Сколько дней длится отпуск?", "--index", str(tmp_path / "i.minirag")).stdout
+    assert "HashEmbedder(dim=96, stem=False, char_ngrams=None)" in out and "28 дней [1]." in out
+
+
+def test_the_numbers_in_the_help_are_the_measured_ones(capsys):
+    """Справка называет hit@3 на DEMO_DEV (индексы с заголовками чанков, как у index): они совпадают с замером
+    (до 0.001) — умолчание выбрано честно."""
+    def hit3(index, search):
+        return evaluate(_Searcher(index, search), DEMO_DEV, ks=(3,)).overall["hit@3"]
+
+    default = Index.build(DEMO_DOCS, EMBEDDERS[DEFAULT_EMBEDDER](), headers=True)
+    bm25 = index_bm25(default)
+    measured = {
+        "hash": hit3(default, lambda q: default.search(q, k=3)),
+        "hash96": hit3(Index.build(DEMO_DOCS, HashEmbedder(96), headers=True), None),
+        "navec": hit3(Index.build(DEMO_DOCS, NavecEmbedder(), headers=True), None),
+        "bm25": hit3(default, lambda q: [default.hit(i, s) for i, s in bm25.search(tokenize(q, stem=True), 3)]),
+        "hybrid": hit3(default, lambda q: hybrid_search(default, q, k=3, bm25=bm25)),
+    }
+    assert measured == pytest.approx(DEV_HIT3, abs=1e-3)
+    assert max(measured, key=measured.get) == "hash"
+    with pytest.raises(SystemExit):
+        main(["index", "--help"])
+    assert f"hit@3 {DEV_HIT3['hash']:.2f}" in " ".join(capsys.readouterr().out.split())
+
+
+class _Searcher:
+    """search_many для evaluate поверх любого поиска (по умолчанию — косинус индекса)."""
+
+    def __init__(self, index, search=None):
+        self.search = search or (lambda q: index.search(q, k=3))
+
+    def search_many(self, queries, k=3, threshold=None):
+        return [self.search(q) for q in queries]
+
+
+def test_index_embeds_chunks_with_their_section_and_ask_names_it(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "правила.md").write_text(
+        "# Правила\n\nОбщие положения для всех.\n\n## Пропуск в офис\n\nОформляют в кабинете 105 за один день. "
+        "Потерянный блокируют в тот же час, восстановление стоит 500 рублей.\n", encoding="utf-8")
+    index = tmp_path / "i.minirag"
+    assert run("index", str(folder), "--out", str(index), "--max-chars", "120").returncode == 0
+    assert Index.load(index, EMBEDDERS[DEFAULT_EMBEDDER]()).headers
+    out = run("ask", "Сколько стоит восстановить пропуск в офис?", "--index", str(index), "--threshold", "-1").stdout
+    assert "правила.md, чанк 2 — Правила › Пропуск в офис" in out
+    assert "Ответ (extractive):\n  Потерянный блокируют в тот же час, восстановление стоит 500 рублей [1]." in out

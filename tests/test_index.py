@@ -239,3 +239,47 @@ def test_bad_queries_are_rejected(index, call):
 def test_save_into_a_missing_folder_is_rejected(index, tmp_path):
     with pytest.raises(MiniRagError, match="Папки"):
         index.save(tmp_path / "нет" / "i.minirag")
+
+
+MANUAL = Document("manual.md", "Руководство", (
+    "Руководство\n\nКак пользоваться порталом.\n\n"
+    "Пропуск в офис\n\nОформляют в кабинете 105 за один день. Потерянный блокируют в тот же час.\n\n"
+    "Отпуск\n\nЗаявление подают за две недели. Делить можно на части."))
+
+
+def test_with_headers_a_chunk_is_titled_by_document_and_section_and_found_by_them():
+    plain = Index.build([MANUAL], HashEmbedder(), chunker=lambda text: chunk_text(text, max_chars=60))
+    titled = Index.build([MANUAL], HashEmbedder(), chunker=lambda text: chunk_text(text, max_chars=60), headers=True)
+    assert [c.title for c in titled.chunks] == ["Руководство", *["Руководство › Пропуск в офис"] * 2,
+                                                *["Руководство › Отпуск"] * 2]  # заголовок документа не повторяется
+    assert [c.text for c in titled.chunks] == [c.text for c in plain.chunks]  # цитата — тот же текст документа
+    assert titled.chunk(2).text == "Потерянный блокируют в тот же час."
+    assert titled.indexed_text(2) == "Руководство › Пропуск в офис\n\nПотерянный блокируют в тот же час."
+    assert plain.indexed_text(2) == plain.chunk(2).text and plain.chunk(2).title == "Руководство"
+    # в третьем чанке нет ни «пропуска», ни «офиса»: с заголовком раздела его косинус с ними выше на 0.3 и больше
+    query = "пропуск в офис"
+    assert titled.scores(query)[2] > plain.scores(query)[2] + 0.3
+    assert [h.chunk_id for h in titled.search(query, k=2)] == [2, 3]
+
+
+def test_headers_are_saved_with_the_index_and_old_files_load_without_them(tmp_path):
+    titled = Index.build([MANUAL], HashEmbedder(), headers=True)
+    loaded = Index.load(titled.save(tmp_path / "t.minirag"), HashEmbedder())
+    assert loaded.headers and loaded.chunks == titled.chunks and np.array_equal(loaded.vectors, titled.vectors)
+    old = tmp_path / "old.minirag"  # файл прежней версии: поля headers в manifest.json нет
+    plain = Index.build([MANUAL], HashEmbedder()).save(tmp_path / "plain.minirag")
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(old, "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == "manifest.json":
+                manifest = json.loads(data)
+                del manifest["headers"]
+                data = json.dumps(manifest)
+            dst.writestr(name, data)
+    assert not Index.load(old, HashEmbedder()).headers
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(tmp_path / "bad.minirag", "w") as dst:
+        for name in src.namelist():
+            manifest = json.loads(src.read(name)) if name == "manifest.json" else None
+            dst.writestr(name, json.dumps({**manifest, "headers": "да"}) if manifest else src.read(name))
+    with pytest.raises(MiniRagError, match="не сходятся"):
+        Index.load(tmp_path / "bad.minirag", HashEmbedder())

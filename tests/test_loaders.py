@@ -76,17 +76,19 @@ def test_every_supported_format_becomes_documents_with_the_path_as_id(folder):
     docs = {doc.id: doc for doc in report.docs}
     assert list(docs) == ["faq.csv:2", "faq.csv:4", "folder.txt/inner.txt", "notes.txt", "page.html",
                           "policy.pdf", "sub/guide.md", "trips.docx"]
-    assert docs["notes.txt"].title == "notes.txt" and docs["notes.txt"].text.startswith("Отпуск длится 28")
+    assert docs["notes.txt"].title == "Отпуск длится 28 календарных дней."  # первая строка текстового файла
+    assert docs["notes.txt"].text.startswith("Отпуск длится 28")
     assert docs["sub/guide.md"].title == "Руководство по VPN" and "«Фарватер»" in docs["sub/guide.md"].text
-    assert "#" not in docs["sub/guide.md"].text and "Руководство по VPN." in docs["sub/guide.md"].text
+    # заголовок — отдельный абзац без решёток и без точки: генератор ответа видит, что это не предложение
+    assert docs["sub/guide.md"].text == "Вступление.\n\nРуководство по VPN\n\nКлиент «Фарватер» ставит ИТ."
     assert docs["faq.csv:2"].text == "вопрос: Сколько суточных?\nответ: 700 рублей в день"  # разделитель «;»
     assert docs["faq.csv:4"].text == "ответ: Без вопроса" and docs["faq.csv:2"].title == "faq.csv"
     page = docs["page.html"]
     assert page.title == "Правила «Ладьи»"
     assert page.text == "Пропуска\n\nПропуск выдают в кабинете 318.\n\nПотерю оплачивают."
     assert docs["policy.pdf"].title == "Travel policy" and "700 roubles a day" in docs["policy.pdf"].text
-    assert docs["trips.docx"].title == "Командировки"
-    assert docs["trips.docx"].text == "Черновик\nКомандировки\nСуточные — 700 рублей.\nГостиница до 5000 рублей"
+    assert docs["trips.docx"].title == "Командировки"  # первый абзац стиля «Заголовок»: в свойствах названия нет
+    assert docs["trips.docx"].text == "Черновик\n\nКомандировки\n\nСуточные — 700 рублей.\n\nГостиница до 5000 рублей"
 
 
 def test_unreadable_files_are_reported_by_name_with_a_reason(folder):
@@ -135,3 +137,32 @@ def test_too_large_files_are_skipped(folder, monkeypatch):
     monkeypatch.setattr(loaders, "MAX_BYTES", 40)
     report = load_folder(folder)
     assert "больше" in dict(report.skipped)["notes.txt"] and isinstance(report, LoadReport)
+
+
+@pytest.mark.parametrize("name, content, title", [
+    ("a.md", "Вступление без решётки.\n\n## Первый заголовок\n\nТекст.\n\n# Второй", "Первый заголовок"),
+    ("b.md", "```python\n# не заголовок, а комментарий\n```\n\n# Настоящий", "Настоящий"),
+    ("c.md", "Текст без заголовков.", "Текст без заголовков."),
+    ("d.html", "<html><head><title>Из title</title></head><body><h1>Из h1</h1><p>Текст.</p></body></html>", "Из title"),
+    ("e.html", "<html><body><h1>Из h1</h1><p>Текст.</p></body></html>", "Из h1"),
+    ("f.txt", "\n\n  Первая непустая строка  \nВторая.", "Первая непустая строка"),
+    ("g.txt", "слово " * 40, "слово " * 15 + "слово…"),  # 100 символов по слову: 16 слов и «…»
+])
+def test_titles_come_from_the_file_and_the_id_from_its_name(tmp_path, name, content, title):
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    doc = load_file(tmp_path / name)[0]
+    assert doc.id == name and doc.title == title
+    assert len(doc.title) <= loaders.TITLE_MAX_CHARS + 1
+
+
+def test_docx_and_pdf_titles_come_from_the_document_properties(tmp_path):
+    word = docx.Document()
+    word.core_properties.title = "Название из свойств"
+    word.add_heading("Заголовок в тексте", level=1)
+    word.add_paragraph("Текст.")
+    word.save(tmp_path / "t.docx")
+    assert load_file(tmp_path / "t.docx")[0].title == "Название из свойств"
+    (tmp_path / "t.pdf").write_bytes(make_pdf("Body text.", title="PDF title"))
+    assert load_file(tmp_path / "t.pdf")[0].title == "PDF title"
+    (tmp_path / "u.pdf").write_bytes(make_pdf("First line of the page."))
+    assert load_file(tmp_path / "u.pdf")[0].title == "First line of the page."  # без названия — первая строка

@@ -6,7 +6,7 @@ import pytest
 
 from minirag import Document, Hit, Index, MiniRagError
 from minirag.evaluate import evaluate, hit_at_k, precision_at_k, recall_at_k, reciprocal_rank
-from minirag.prompt import REFUSAL, build_prompt, check_citations, parse_citations, parse_prompt
+from minirag.prompt import REFUSAL, build_prompt, check_citations, parse_citations, parse_prompt, parse_sources
 
 HITS = [
     Hit(1, 0.8, "vacation", 1, "Отпуск", "Ежегодный отпуск длится 28 дней."),
@@ -123,3 +123,10 @@ def test_evaluate_reports_per_query_and_per_category():
     assert "exact" in report.table() and "все" in str(report)
     with pytest.raises(MiniRagError):
         evaluate(index, [], ks=(1,))
+
+
+def test_parse_sources_reads_the_titles_too_even_with_brackets_in_a_title():
+    hits = [*HITS, Hit(4, 0.1, "faq/old.md", 2, "FAQ (архив) › Пропуск", "Пропуск выдаёт охрана.")]
+    query, sources = parse_sources(build_prompt("Кто выдаёт пропуск?", hits))
+    assert query == "Кто выдаёт пропуск?"
+    assert sources == [(hit.title, hit.text) for hit in hits]

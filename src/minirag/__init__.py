@@ -5,12 +5,13 @@
 источниками (``prompt``) → ответ (``generate``) → проверка цитат. Под ними лежат общие типы
 (``types``), проверки входа (``validate``) и ошибки (``errors``); над ними — приёмы главы 9
 (``bm25``, ``hybrid``, ``mmr``, ``rerank``, ``expand``, ``chunkers``) и главы 10 (``assist``,
-``remote``, ``loaders``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
+``remote``, ``loaders``, ``calibrate``, ``retrieve``, ``sentences``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
 Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``.
 """
 
 from .assist import QueryCache, Retrieval, expand_query, expanded_search, hyde, iterative_search
 from .bm25 import BM25
+from .calibrate import Calibration, calibrate, unrelated_scores
 from .chunk import chunk_spans, chunk_text
 from .chunkers import TableChunk, code_chunks, semantic_chunks, table_chunks
 from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, Corpus, load_corpus
@@ -33,9 +34,10 @@ from .loaders import LoadReport, load_file, load_folder
 from .mmr import mmr, mmr_search
 from .navec import NavecEmbedder, navec_path
 from .plural import plural, plural_form
-from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations, parse_prompt
+from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations, parse_prompt, parse_sources
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder, RemoteError
 from .rerank import CrossEncoderScorer, LexicalPairScorer, PairScorer, rerank, search_rerank
+from .retrieve import Retriever
 from .text import split_sentences, tokenize
 from .topk import SCORE_TOLERANCE, top_k
 from .types import Chunk, Document, Hit, LabeledQuery, renumber
@@ -54,7 +56,7 @@ __all__ = [
     # главы 3–5: порог и top-k, чанкинг, индекс и поиск
     "top_k", "SCORE_TOLERANCE", "chunk_text", "chunk_spans", "Index",
     # глава 6: промпт с источниками и проверка цитат
-    "build_prompt", "parse_prompt", "parse_citations", "check_citations", "CitationReport", "REFUSAL",
+    "build_prompt", "parse_prompt", "parse_sources", "parse_citations", "check_citations", "CitationReport", "REFUSAL",
     # глава 7: оценка поиска и размеченные данные
     "evaluate", "EvaluationReport", "hit_at_k", "random_hit_at_k", "precision_at_k", "recall_at_k", "reciprocal_rank",
     "DEMO_DOCS", "DEMO_QUERIES", "DEMO_DEV", "DEMO_TEST", "CATEGORIES", "Corpus", "load_corpus",
@@ -64,9 +66,9 @@ __all__ = [
     "expand_neighbors", "hierarchical_search", "doc_vectors",
     "semantic_chunks", "code_chunks", "table_chunks", "TableChunk",
     # глава 10: от поиска к ответу, свои файлы, настоящие модели
-    "Generator", "ExtractiveGenerator", "Answer", "answer",
+    "Generator", "ExtractiveGenerator", "Answer", "answer", "Retriever",
     "hyde", "expand_query", "expanded_search", "iterative_search", "Retrieval", "QueryCache",
-    "load_file", "load_folder", "LoadReport",
+    "load_file", "load_folder", "LoadReport", "calibrate", "Calibration", "unrelated_scores",
     "OllamaEmbedder", "OpenAIEmbedder", "OllamaChat", "OpenAIChat", "RemoteError",
     # русские числа в сообщениях книги, лабораторных и проверки
     "plural", "plural_form",

@@ -1,8 +1,13 @@
 """Командная строка minirag: демо, индекс своей папки и вопрос с ответом и проверкой цитат.
 
 ``python -m minirag`` без аргументов ищет три вопроса в демо-корпусе и печатает промпт с цитатами;
-``python -m minirag index ПАПКА --out ФАЙЛ`` читает файлы папки и сохраняет индекс;
-``python -m minirag ask "вопрос"`` ищет в демо-корпусе (или ``--index ФАЙЛ``) и отвечает с цитатами.
+``python -m minirag index ПАПКА --out ФАЙЛ`` читает файлы папки, строит индекс (чанки эмбеддятся
+со своими заголовками: документ и раздел), калибрует порог отказа под этот корпус (``calibrate``)
+и сохраняет их в один файл; ``python -m minirag ask "вопрос"`` ищет в демо-корпусе (или
+``--index ФАЙЛ``): если лучший чанк ниже порога — честный отказ, иначе ответ предложениями
+k лучших чанков с цитатами (``Retriever``, ``ExtractiveGenerator``). Эмбеддер, заголовки, k,
+квантиль порога выбраны замером (``benchmarks/bench_ask.py``) на dev-частях вопросов;
+``--embedder hash96`` — эмбеддер текста курса (dim = 96).
 Всё работает без интернета, пока не выбран ``--generator``/``--embedder`` openai или ollama.
 Ошибка пользователя — одна строка по-русски в stderr и код выхода 2, без трассировки.
 Модуль только разбирает аргументы и печатает: вся работа — в функциях библиотеки.
@@ -14,18 +19,19 @@ import argparse
 import re
 import sys
 
+from . import store
+from .calibrate import Calibration, calibrate
 from .chunk import chunk_text
 from .data import DEMO_DOCS
 from .embed import HashEmbedder
 from .errors import MiniRagError
-from .generate import answer
-from .hybrid import hybrid_search, index_bm25
+from .generate import COVERAGE, answer
 from .index import Index
 from .loaders import load_folder
+from .navec import NavecEmbedder
 from .prompt import build_prompt
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder
-from .text import tokenize
-from .types import Hit
+from .retrieve import METHODS, Retriever
 
 DEMO = ("Сколько дней длится ежегодный отпуск?", "Как подключиться к VPN из дома?", "Какие расходы не возмещаются в командировке?")
 
@@ -100,26 +106,28 @@ def _cosine(value: str) -> float:
     return number
 
 
+# Эмбеддеры командной строки по именам. «hash» — выбран замером benchmarks/bench_ask.py: лучший hit@3
+# на dev-части размеченных запросов курса (DEMO_DEV) среди настроек hash, navec, BM25 и гибрида,
+# без заголовков чанков в векторах и с ними (с ними лучше у всех).
+EMBEDDERS = {
+    "hash": lambda: HashEmbedder(4096, stem=True, char_ngrams=(3, 5)),
+    "hash96": lambda: HashEmbedder(96),
+    "navec": NavecEmbedder,
+    "ollama": OllamaEmbedder,
+    "openai": OpenAIEmbedder,
+}
+DEFAULT_EMBEDDER = "hash"
+DEFAULT_METHOD = "cosine"
+# hit@3 на DEMO_DEV (38 вопросов с ответом) на индексах с заголовками чанков: эмбеддеры с косинусом,
+# bm25 и hybrid — на индексе «hash»; посчитано benchmarks/bench_ask.py, тест test_cli сверяет их с замером
+DEV_HIT3 = {"hash": 0.921, "hash96": 0.605, "navec": 0.763, "bm25": 0.842, "hybrid": 0.868}
+# сколько чанков отдать генератору: выбрано на dev-вопросах benchmarks/ask_questions.json (bench_ask.py)
+DEFAULT_K = 10
+OLD_INDEX_EMBEDDER = "hash96"  # файлы индекса без meta строила прежняя версия, и по умолчанию — с dim = 96
+
+
 def _embedder(name: str):
-    return {"hash": HashEmbedder, "ollama": OllamaEmbedder, "openai": OpenAIEmbedder}[name]()
-
-
-class _Retriever:
-    """Поиск выбранным методом с интерфейсом ``search(query, k, threshold)``, который ждёт ``answer``."""
-
-    def __init__(self, index: Index, method: str):
-        self.index, self.method = index, method
-        self.embedder = index.embedder
-        self._bm25 = index_bm25(index) if method in ("bm25", "hybrid") else None
-
-    def search(self, query: str, k: int = 3, threshold: float | None = None) -> list[Hit]:
-        if self.method == "cosine":
-            return self.index.search(query, k=k, threshold=threshold)
-        if self.method == "hybrid":
-            return hybrid_search(self.index, query, k=k, bm25=self._bm25)
-        stem = bool(getattr(self.index.embedder, "stem", False))
-        found = self._bm25.search(tokenize(query, stem=stem), k)
-        return [self.index.hit(i, score, rank) for rank, (i, score) in enumerate(found, start=1)]
+    return EMBEDDERS[name]()
 
 
 def _cmd_index(args) -> int:
@@ -129,33 +137,51 @@ def _cmd_index(args) -> int:
         raise MiniRagError(f"В папке {args.folder} нет ни одного читаемого документа: положи туда .txt, .md, "
                            f".csv, .html, .pdf или .docx.")
     index = Index.build(report.docs, _embedder(args.embedder), lambda text: chunk_text(text, args.max_chars),
-                        progress=sys.stderr.isatty())
+                        headers=True, progress=sys.stderr.isatty())
+    calibration = calibrate(index)
     try:
-        path = index.save(args.out)
+        path = index.save(args.out, meta={"embedder": args.embedder, "calibration": calibration.to_dict()})
     except OSError as exc:
         raise MiniRagError(f"Не удалось записать индекс в {args.out}: {exc.strerror or exc}.") from None
     print(f"Индекс сохранён в {path}: документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}.")
+    print(f"Порог отказа: {calibration.threshold:.3f} — {calibration}.")
     print(f'Спроси: python -m minirag ask "твой вопрос" --index {path}')
     return 0
 
 
+def _load(args) -> tuple[Index, str, Calibration | None]:
+    """Индекс из ``--index`` (эмбеддер — из файла, если не задан) или демо-корпус; и его калибровка."""
+    if not args.index:
+        index = Index.build(DEMO_DOCS, _embedder(args.embedder or DEFAULT_EMBEDDER), headers=True)
+        return index, "демо-корпус", calibrate(index)
+    meta = store.read_meta(args.index)
+    name = args.embedder or meta.get("embedder", OLD_INDEX_EMBEDDER)
+    if name not in EMBEDDERS:
+        raise MiniRagError(f"Индекс {args.index} построен эмбеддером «{name}», которого эта версия не знает: "
+                           f"перестрой индекс командой python -m minirag index.")
+    calibration = Calibration.from_dict(meta["calibration"]) if "calibration" in meta else None
+    return Index.load(args.index, _embedder(name)), args.index, calibration
+
+
 def _cmd_ask(args) -> int:
-    if args.threshold is not None and args.method != "cosine":
-        raise MiniRagError(f"--threshold — порог косинуса, он работает только с --method cosine, а выбран "
-                           f"{args.method}. Убери --threshold или выбери cosine.")
-    embedder = _embedder(args.embedder)
-    if args.index:
-        index, source = Index.load(args.index, embedder), args.index
+    index, source, calibration = _load(args)
+    if args.threshold is not None:  # --threshold важнее калибровки; -1 — без порога
+        threshold = None if args.threshold <= -1 else args.threshold
+        about = "задан --threshold" if threshold is not None else "--threshold -1: без порога"
+    elif calibration is not None:
+        threshold, about = calibration.threshold, f"калиброван при индексировании: {calibration}"
     else:
-        index, source = Index.build(DEMO_DOCS, embedder), "демо-корпус"
+        threshold, about = None, "в индексе нет калибровки (он построен прежней версией): перестрой его командой index"
     chats = {"extractive": lambda: None, "openai": OpenAIChat, "ollama": OllamaChat}
     generator = chats[args.generator]()  # None — экстрактивный генератор с эмбеддером индекса
-    result = answer(_Retriever(index, args.method), args.query, generator, k=args.k, threshold=args.threshold)
-    threshold = "нет" if args.threshold is None else f"{args.threshold:g}"
+    result = answer(Retriever(index, args.method), args.query, generator, k=args.k, threshold=threshold)
+    shown = "нет" if threshold is None else f"{threshold:.3f}"
     print(f"Индекс: {source} — документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}")
+    print(f"Порог: {shown} ({about})")
     print(f"Вопрос: {result.query}\n")
-    print(f"Найдено ({args.method}, k={args.k}, порог {threshold}):" if result.hits else
-          f"Не найдено: ни один чанк не прошёл порог {threshold}.")
+    passed = "без порога" if threshold is None else f"лучший чанк не ниже порога {shown}"
+    print(f"Найдено ({args.method}, k={args.k}; {passed}):" if result.hits else
+          f"Не найдено: ни один чанк не прошёл порог {shown} — вопрос не похож на документы индекса.")
     for hit in result.hits:
         print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
         print(f"      {' '.join(hit.text.split())}")
@@ -164,7 +190,17 @@ def _cmd_ask(args) -> int:
     print(f"Проверка цитат: {result.citations}")
     if result.reason:
         print(f"Причина: {result.reason}")
+    elif result.citations.refusal and result.hits and args.generator == "extractive":
+        print(f"Причина: ни в одном предложении найденных чанков нет хотя бы {COVERAGE:.0%} основ слов вопроса.")
     return 0
+
+
+_EMBEDDER_HELP = (
+    f"эмбеддер: hash (по умолчанию) — HashEmbedder(dim=4096, stem=True, char_ngrams=(3, 5)), без сети, лучший "
+    f"на dev-части размеченных запросов курса (чанки с заголовками): hit@3 {DEV_HIT3['hash']:.2f} против {DEV_HIT3['hash96']:.2f} у hash96, "
+    f"{DEV_HIT3['navec']:.2f} у navec, {DEV_HIT3['bm25']:.2f} у BM25 и {DEV_HIT3['hybrid']:.2f} у гибрида "
+    f"(benchmarks/bench_ask.py); hash96 — HashEmbedder(dim=96) из текста курса; navec — обученные векторы "
+    f"слов без сети; ollama/openai — сервер из переменных MINIRAG_*")
 
 
 def _parser() -> _Parser:
@@ -177,21 +213,25 @@ def _parser() -> _Parser:
     index.add_argument("--out", required=True, metavar="ФАЙЛ", help="куда сохранить индекс, например docs.minirag")
     index.add_argument("--max-chars", type=_positive_int, default=220, metavar="N",
                        help="наибольшая длина чанка в символах (по умолчанию 220)")
-    index.add_argument("--embedder", choices=("hash", "ollama", "openai"), default="hash",
-                       help="эмбеддер: hash — без сети (по умолчанию); ollama/openai — сервер из переменных MINIRAG_*")
+    index.add_argument("--embedder", choices=tuple(EMBEDDERS), default=DEFAULT_EMBEDDER, help=_EMBEDDER_HELP)
     index.set_defaults(run=_cmd_index)
     ask = commands.add_parser("ask", help="найти чанки и ответить с цитатами",
                               description="Найти чанки по вопросу, ответить с цитатами [n] и проверить их.")
     ask.add_argument("query", metavar="ВОПРОС", help="вопрос в кавычках")
     ask.add_argument("--index", metavar="ФАЙЛ", help="индекс из команды index (по умолчанию — демо-корпус)")
-    ask.add_argument("--k", type=_positive_int, default=3, metavar="K", help="сколько чанков найти (по умолчанию 3)")
-    ask.add_argument("--threshold", type=_cosine, metavar="T", help="порог косинуса: ниже — «не найдено»")
-    ask.add_argument("--method", choices=("cosine", "bm25", "hybrid"), default="cosine",
-                     help="поиск: cosine (по умолчанию), bm25 или hybrid (оба, слитые RRF)")
+    ask.add_argument("--k", type=_positive_int, default=DEFAULT_K, metavar="K",
+                     help=f"сколько чанков найти и отдать генератору (по умолчанию {DEFAULT_K}: больше всего "
+                          f"ответов с фактом на dev-вопросах benchmarks/bench_ask.py)")
+    ask.add_argument("--threshold", type=_cosine, metavar="T",
+                     help="порог косинуса лучшего чанка: ниже — отказ, выше — ответ по k лучшим; по умолчанию — "
+                          "порог, калиброванный командой index (у демо-корпуса — сразу); -1 — без порога")
+    ask.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
+                     help=f"поиск: cosine (по умолчанию), bm25 или hybrid (оба, слитые RRF); hit@3 на dev: cosine "
+                          f"{DEV_HIT3['hash']:.2f}, bm25 {DEV_HIT3['bm25']:.2f}, hybrid {DEV_HIT3['hybrid']:.2f}")
     ask.add_argument("--generator", choices=("extractive", "openai", "ollama"), default="extractive",
                      help="кто отвечает: extractive — цитаты без модели (по умолчанию); openai/ollama — модель")
-    ask.add_argument("--embedder", choices=("hash", "ollama", "openai"), default="hash",
-                     help="эмбеддер: тот же, что строил индекс (по умолчанию hash)")
+    ask.add_argument("--embedder", choices=tuple(EMBEDDERS),
+                     help="эмбеддер; по умолчанию — тот, что записан в индексе (у демо-корпуса — hash)")
     ask.set_defaults(run=_cmd_ask)
     return parser
 

@@ -18,12 +18,16 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .embed import Embedder, HashEmbedder
+from .embed import Embedder
 from .errors import MiniRagError
-from .prompt import CITATION_RE, REFUSAL, CitationReport, build_prompt, check_citations, parse_prompt
-from .text import split_sentences, tokenize
+from .prompt import CITATION_RE, REFUSAL, CitationReport, build_prompt, check_citations, parse_sources
+from .sentences import about_code, candidate_sentences, expects_number, has_number, match, question_terms
 from .types import Hit
 from .validate import index_then_query, renamed, require_hits, require_int, require_number, require_text
+
+MAX_SENTENCES = 3  # ответ — от одного до трёх предложений
+COVERAGE = 0.25  # предложение годится в ответ, если в нём не меньше четверти основ слов вопроса (выбрано на dev)
+RUNNER_UP = 0.9  # второе и третье предложение — только с оценкой не ниже 0.9 от лучшей
 
 # Конец предложения: знаки .!?… и, возможно, закрывающие кавычки или скобки после них.
 _TAIL_RE = re.compile(r"[.!?…]+[»\"')\]]*$")
@@ -52,28 +56,37 @@ def _quote(sentence: str, n: int) -> str:
 
 
 class ExtractiveGenerator:
-    """Генератор без модели: цитирует самые похожие на вопрос предложения найденных чанков.
+    """Генератор без модели: цитирует предложения найденных чанков, в которых есть слова вопроса.
 
-    Каждое предложение чанка сравнивается с вопросом косинусом (эмбеддером ``embedder``,
-    по умолчанию ``HashEmbedder()``); в ответ идут до ``max_sentences`` лучших с оценкой
-    строго выше ``threshold`` (при пороге 0 предложение без общих с вопросом слов не
-    цитируется), каждое — с номером своего источника; ``min_score`` — старое имя
-    ``threshold``. Нечего цитировать — ответ ``REFUSAL``. Почему так устроен вход: протокол
-    даёт генератору только промпт, и этот генератор читает его честно, как модель, —
-    ``generate(prompt)`` достаёт вопрос и источники через ``parse_prompt``;
-    ``answer_from(query, hits)`` делает то же прямо по найденным чанкам. Детерминирован:
-    тот же вход — тот же ответ.
+    Кандидаты — предложения чанков без заголовков, маркеров списков и строк кода (код — только
+    если вопрос о коде): ``sentences.candidate_sentences``. Каждое оценивается по основам слов
+    вопроса (``sentences.match``): какая доля их есть в предложении и насколько кучно они стоят;
+    с ``context=True`` предложение читается в своём разделе — слова заголовка источника
+    («документ › раздел») засчитываются, если в самом предложении есть хоть одно слово вопроса.
+    Ответ — лучшее предложение и ещё до ``max_sentences − 1`` почти таких же хороших (оценка не
+    ниже ``runner_up`` от лучшей), каждое — с номером своего источника. Предложение годится, только
+    если в нём не меньше доли ``threshold`` основ вопроса; не годится ни одно — ответ ``REFUSAL``.
+    При равной оценке выше то, что ближе к вопросу по косинусу эмбеддера ``embedder`` (если он
+    передан), затем — раньше в источниках. ``min_score`` — старое имя ``threshold``. Почему так
+    устроен вход: протокол даёт генератору только промпт, и этот генератор читает его честно, как
+    модель, — ``generate(prompt)`` достаёт вопрос и источники с заголовками через ``parse_sources``;
+    ``answer_from(query, hits)`` делает то же прямо по найденным чанкам. Детерминирован: тот же
+    вход — тот же ответ.
     Пример: ``ExtractiveGenerator(max_sentences=1).answer_from("Сколько дней отпуска?", hits)``
     → ``'Продолжительность ежегодного оплачиваемого отпуска — 28 календарных дней [1].'``.
     Глава 10. От поиска к ответу.
     """
 
-    def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = 2, threshold: float = 0.0,
+    def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = MAX_SENTENCES,
+                 threshold: float = COVERAGE, runner_up: float = RUNNER_UP, context: bool = True,
                  min_score: float | None = None):
-        self.embedder = embedder if embedder is not None else HashEmbedder()
+        self.embedder = embedder
+        self.context = bool(context)
         self.max_sentences = require_int(max_sentences, "max_sentences", 1)
-        threshold = renamed(threshold, min_score, default=0.0, name="threshold", old_name="min_score")
-        self.threshold = require_number(threshold, "threshold", hint="Это косинус: число от -1 до 1.")
+        threshold = renamed(threshold, min_score, default=COVERAGE, name="threshold", old_name="min_score")
+        self.threshold = require_number(threshold, "threshold", 0.0, 1.0,
+                                        hint="Это доля слов вопроса в предложении, например 0.5.")
+        self.runner_up = require_number(runner_up, "runner_up", 0.0, 1.0, hint="Например, 0.9.")
 
     @property
     def min_score(self) -> float:
@@ -81,24 +94,33 @@ class ExtractiveGenerator:
         return self.threshold
 
     def __repr__(self) -> str:
-        return f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences})"
+        return (f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences}, "
+                f"threshold={self.threshold:g}, context={self.context})")
 
-    def _compose(self, query: str, sources: Sequence[tuple[int, str]]) -> str:
-        candidates: dict[str, tuple[int, str]] = {}  # текст предложения → (номер источника, предложение)
-        for n, text in sources:
-            for sentence in split_sentences(text.strip()):
+    def _compose(self, query: str, sources: Sequence[tuple[int, str, str]]) -> str:
+        code = about_code(query)
+        # текст предложения → (номер источника, предложение, заголовок источника)
+        candidates: dict[str, tuple[int, str, str]] = {}
+        for n, title, text in sources:
+            for sentence in candidate_sentences(text.strip(), code=code):
                 key = " ".join(sentence.split())
-                if tokenize(key) and key not in candidates:  # повтор из перекрытия чанков — один раз
-                    candidates[key] = (n, sentence)
-        if not candidates:
+                if key not in candidates:  # повтор из перекрытия чанков — один раз
+                    candidates[key] = (n, sentence, title if self.context else "")
+        terms = question_terms(query)
+        found = [(n, s, match(terms, s, title)) for n, s, title in candidates.values()]
+        found = [item for item in found if item[2].coverage >= self.threshold and item[2].coverage > 0]
+        if not found:
             return REFUSAL
-        found = list(candidates.values())
-        vectors = np.asarray(self.embedder.embed([query, *(sentence for _, sentence in found)]), dtype=np.float64)
-        scores = vectors[1:] @ vectors[0]
-        order = sorted(range(len(found)), key=lambda i: (-scores[i], i))  # при равенстве — порядок источников
-        chosen = [i for i in order if scores[i] > self.threshold][: self.max_sentences]
-        if not chosen:
-            return REFUSAL
+        closeness = [0.0] * len(found)
+        if self.embedder is not None:
+            vectors = np.asarray(self.embedder.embed([query, *(s for _, s, _ in found)]), dtype=np.float64)
+            closeness = list(vectors[1:] @ vectors[0])
+        number = expects_number(query)  # на «сколько…» отвечает предложение с числом: такие — первыми
+        order = sorted(range(len(found)), key=lambda i: (-(number and has_number(found[i][1])),
+                                                         -round(found[i][2].score, 6), -closeness[i], i))
+        best = found[order[0]][2].score
+        chosen = [order[0]] + [i for i in order[1:] if found[i][2].score >= self.runner_up * best]
+        chosen = chosen[: self.max_sentences]
         return " ".join(_quote(found[i][1], found[i][0]) for i in chosen)
 
     def answer_from(self, query: str, hits: Sequence[Hit]) -> str:
@@ -108,7 +130,7 @@ class ExtractiveGenerator:
         Глава 10. От поиска к ответу.
         """
         require_text(query, "Вопрос")
-        return self._compose(query, [(n, hit.text) for n, hit in enumerate(require_hits(hits), start=1)])
+        return self._compose(query, [(n, hit.title, hit.text) for n, hit in enumerate(require_hits(hits), start=1)])
 
     def generate(self, prompt: str) -> str:
         """Ответ по промпту ``build_prompt``: вопрос и источники [1]…[k] берутся из его текста.
@@ -118,11 +140,11 @@ class ExtractiveGenerator:
         → ``True``.
         Глава 10. От поиска к ответу.
         """
-        parsed = parse_prompt(prompt)
+        parsed = parse_sources(prompt)
         if parsed is None:
             return REFUSAL
-        query, texts = parsed
-        return self._compose(query, list(enumerate(texts, start=1)))
+        query, sources = parsed
+        return self._compose(query, [(n, title, text) for n, (title, text) in enumerate(sources, start=1)])
 
 
 @dataclass(frozen=True)

@@ -60,12 +60,13 @@ def _stem_of(index: Index) -> bool:
 def index_bm25(index: Index, *, k1: float = 1.5, b: float = 0.75, variant: str = "lucene") -> BM25:
     """BM25 над чанками индекса (по порядку матрицы), токены — как у эмбеддера индекса.
 
+    Читает тот же текст, что эмбеддился (``index.indexed_text``): у индекса с ``headers`` — с заголовком.
     Построй один раз и передавай в ``hybrid_search(..., bm25=...)`` для многих запросов.
     Пример: ``len(index_bm25(index)) == len(index)`` → ``True``. Глава 9. За пределами косинуса.
     """
     require_index(index)
     stem = _stem_of(index)
-    return BM25([tokenize(chunk.text, stem=stem) for chunk in index.chunks], k1=k1, b=b, variant=variant)
+    return BM25([tokenize(index.indexed_text(i), stem=stem) for i in range(len(index))], k1=k1, b=b, variant=variant)
 
 
 def exact_phrases(query: str) -> list[str]:

@@ -5,12 +5,16 @@
 одна матрица float32 из строк единичной длины, поэтому косинус с запросом — это одно
 умножение матрицы на вектор. Индекс не приближённый (не HNSW и не IVF): он сравнивает
 запрос со всеми чанками, то есть O(N), и этого хватает на сотни тысяч чанков.
-Типы (``Document``, ``Chunk``, ``Hit``) — в ``types``, отбор лучших k по порогу — в ``topk``,
-формат файла — в ``store``: индекс только связывает их.
+С ``headers=True`` у чанка есть контекст: его заголовок — заголовок документа и раздела, где
+он стоит («Бенчмарки › Ядро»), и эмбеддится он вместе с этим заголовком (текст чанка для
+цитаты не меняется): так кусок «Корпус синтетический (seed 42)» находится и по словам
+раздела, которых в нём нет. Типы (``Document``, ``Chunk``, ``Hit``) — в ``types``, отбор
+лучших k по порогу — в ``topk``, формат файла — в ``store``: индекс только связывает их.
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -21,11 +25,21 @@ from . import store
 from .chunk import chunk_text
 from .embed import Embedder, HashEmbedder
 from .errors import EmbedderMismatchError, MiniRagError
+from .sentences import headings
 from .topk import SCORE_TOLERANCE, top_k  # noqa: F401 — SCORE_TOLERANCE: старое место, читают его и отсюда
 from .types import Chunk, Document, Hit
 from .validate import require_documents, require_k, require_text, require_threshold
 
 _EMBED_BATCH = 2048  # столько текстов эмбеддим за раз
+SECTION_SEP = " › "  # между заголовком документа и раздела в заголовке чанка
+
+
+def _context_title(doc: Document, marks: list[tuple[int, str]], start: int) -> str:
+    """Заголовок документа и последнего заголовка раздела, начатого не позже ``start``."""
+    place = bisect.bisect_right([offset for offset, _ in marks], start)
+    section = marks[place - 1][1] if place else ""
+    same = " ".join(section.split()).lower() == " ".join(doc.title.split()).lower()
+    return f"{doc.title}{SECTION_SEP}{section}" if section and not same else doc.title
 
 
 class Index:
@@ -36,9 +50,11 @@ class Index:
     """
 
     def __init__(self, embedder: Embedder, docs: Sequence[Document], spans: np.ndarray, matrix: np.ndarray,
-                 fingerprint: str | None = None):
+                 fingerprint: str | None = None, *, headers: bool = False):
         # spans: int64 (n, 4) — номер документа, chunk_id, start, end
         self.embedder = embedder
+        self.headers = bool(headers)  # заголовок чанка — документ и раздел, и эмбеддился он с ним
+        self._marks: dict[int, list[tuple[int, str]]] = {}  # номер документа → его заголовки (по запросу)
         self.fingerprint = fingerprint if fingerprint is not None else embedder.fingerprint
         self.docs: tuple[Document, ...] = tuple(docs)
         self._spans = np.asarray(spans, dtype=np.int64)
@@ -50,11 +66,13 @@ class Index:
     # ---------- построение ----------
     @classmethod
     def build(cls, docs: Iterable[Document], embedder: Embedder | None = None,
-              chunker: Callable[[str], list[str]] | None = None, *, progress: bool = False) -> Index:
+              chunker: Callable[[str], list[str]] | None = None, *, headers: bool = False,
+              progress: bool = False) -> Index:
         """Порезать документы на чанки, эмбеддить их и сложить в индекс.
 
         ``chunker(text)`` возвращает куски текста документа по порядку (по умолчанию
-        ``chunk_text`` с max_chars=220). ``progress=True`` показывает полосу прогресса.
+        ``chunk_text`` с max_chars=220). ``headers=True`` — заголовок чанка из документа и раздела,
+        и эмбеддится чанк вместе с ним (``indexed_text``). ``progress=True`` показывает полосу прогресса.
         Пример: ``len(Index.build(DEMO_DOCS, HashEmbedder(dim=96)))`` → ``96`` (чанков). Глава 5. Индекс и поиск.
         """
         documents = require_documents(docs)
@@ -77,9 +95,9 @@ class Index:
         if not spans:
             raise MiniRagError("В документах нет текста: ни одного чанка. Проверь поле text у документов.")
         spans = np.asarray(spans, dtype=np.int64)
-        texts = [documents[row].text[start:end] for row, _, start, end in spans]
-        matrix = cls._embed_batches(embedder, texts, progress)
-        return cls(embedder, documents, spans, matrix)
+        draft = cls(embedder, documents, spans, np.empty((len(spans), 0)), headers=headers)  # ещё без векторов
+        matrix = cls._embed_batches(embedder, [draft.indexed_text(i) for i in range(len(draft))], progress)
+        return cls(embedder, documents, spans, matrix, headers=headers)
 
     @staticmethod
     def _embed_batches(embedder: Embedder, texts: list[str], progress: bool) -> np.ndarray:
@@ -107,10 +125,27 @@ class Index:
         return self._matrix
 
     def chunk(self, i: int) -> Chunk:
-        """Чанк номер ``i`` (с 0, в порядке матрицы). Пример: ``index.chunk(0).chunk_id`` → ``1``."""
+        """Чанк номер ``i`` (с 0, в порядке матрицы); с ``headers`` его заголовок — «документ › раздел».
+
+        Пример: ``index.chunk(0).chunk_id`` → ``1``.
+        """
         row, chunk_id, start, end = (int(v) for v in self._spans[i])
         doc = self.docs[row]
-        return Chunk(doc.id, chunk_id, doc.title, doc.text[start:end])
+        title = doc.title
+        if self.headers:
+            if row not in self._marks:
+                self._marks[row] = headings(doc.text)
+            title = _context_title(doc, self._marks[row], start)
+        return Chunk(doc.id, chunk_id, title, doc.text[start:end])
+
+    def indexed_text(self, i: int) -> str:
+        """Текст, который эмбеддился (и который читает BM25) для чанка ``i``: с ``headers`` — заголовок и текст.
+
+        Пример: ``Index.build(DEMO_DOCS, headers=True).indexed_text(0).split()[:3]``
+        → ``['Ежегодный', 'отпуск', 'Продолжительность']``. Глава 5. Индекс и поиск.
+        """
+        chunk = self.chunk(i)
+        return f"{chunk.title}\n\n{chunk.text}" if self.headers else chunk.text
 
     @property
     def spans(self) -> np.ndarray:
@@ -208,12 +243,14 @@ class Index:
         return [self._hits(self._matrix @ vector, k, threshold) for vector in self._query_vectors(queries)]
 
     # ---------- файл (формат и атомарная запись — в store.py; индекс отдаёт ему свои части) ----------
-    def save(self, path: str | os.PathLike) -> Path:
+    def save(self, path: str | os.PathLike, *, meta: dict | None = None) -> Path:
         """Сохранить индекс в один самоописывающий файл; сбой посреди записи не портит прежний.
 
+        ``meta`` — что ещё записать в файл (командная строка кладёт туда эмбеддер и порог отказа).
         Пример: ``index.save("demo.minirag").name`` → ``'demo.minirag'``. Глава 5. Индекс и поиск.
         """
-        return store.write(path, self.fingerprint, self.docs, self.spans, self.vectors)
+        return store.write(path, self.fingerprint, self.docs, self.spans, self.vectors, meta=meta,
+                           headers=self.headers)
 
     @classmethod
     def load(cls, path: str | os.PathLike, embedder: Embedder | None = None) -> Index:
@@ -223,8 +260,8 @@ class Index:
         Глава 5. Индекс и поиск.
         """
         embedder = embedder if embedder is not None else HashEmbedder()
-        docs, spans, matrix = store.read(path, embedder.fingerprint)
-        return cls(embedder, docs, spans, matrix)
+        docs, spans, matrix, headers = store.read(path, embedder.fingerprint)
+        return cls(embedder, docs, spans, matrix, headers=headers)
 
 
 def require_index(index: object) -> Index:

@@ -1,8 +1,12 @@
 """Свои файлы → документы: .txt, .md, .csv, .html, а с пакетами pypdf и python-docx — .pdf и .docx.
 
 ``id`` документа — путь к файлу относительно папки (у строки CSV — ``путь:номер строки``),
-поэтому цитата [n] ведёт к файлу. ``title`` — первый заголовок (# в Markdown, <title> или
-<h1> в HTML, стиль «Заголовок» в DOCX, название в свойствах PDF), иначе имя файла.
+поэтому цитата [n] ведёт к файлу. ``title`` — заголовок документа: первый заголовок «#» в
+Markdown, <title> (или первый <h1>) в HTML, название в свойствах DOCX и PDF (или первый абзац
+стиля «Заголовок» в DOCX); если его нет — первая непустая строка текста (не длиннее
+``TITLE_MAX_CHARS``), а у пустого — имя файла. Заголовки внутри текста (Markdown, HTML, DOCX)
+остаются отдельными строками без точки, с пустой строкой после: так генератор ответа видит,
+что это заголовок, а не предложение.
 Каждый файл, который не удалось прочитать, попадает в ``LoadReport.skipped`` с причиной —
 ничего не пропадает молча. Скрытые файлы и папки (``.git``, ``.DS_Store``) не читаются.
 Модуль не режет текст на чанки, не распознаёт сканы (OCR) и не угадывает кодировку:
@@ -24,8 +28,9 @@ from .types import Document
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 SUFFIXES = (*TEXT_SUFFIXES, ".csv", ".html", ".htm", ".pdf", ".docx")
+TITLE_MAX_CHARS = 100  # заголовок из первой строки длиннее этого обрезается по слову с «…»
 MAX_BYTES = 50_000_000  # файлы больше 50 МБ не читаем: это почти наверняка не текст для RAG
-_MD_HEADING_RE = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_MD_HEADING_RE = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 _EXTRA = "pip install 'minirag[files]'"
 
 
@@ -128,8 +133,26 @@ def _docx(path: Path) -> tuple[str, str]:
         cells = [cell.text for table in document.tables for row in table.rows for cell in row.cells]
     except Exception as exc:  # noqa: BLE001 — битый zip, не тот XML: причин много
         raise MiniRagError(f"DOCX не читается ({type(exc).__name__}: {exc}); открой его и пересохрани") from None
-    title = next((text for style, text in paragraphs if text.strip() and style.startswith(("Title", "Heading"))), "")
-    return title.strip(), "\n".join([text for _, text in paragraphs] + list(dict.fromkeys(cells)))
+    title = (document.core_properties.title or "").strip()
+    title = title or next((text for style, text in paragraphs if text.strip() and style.startswith(("Title", "Heading"))), "")
+    # абзац DOCX — абзац текста: между ними пустая строка, и заголовок остаётся отдельной строкой
+    return title.strip(), "\n\n".join([text for _, text in paragraphs if text.strip()] + list(dict.fromkeys(cells)))
+
+
+def _markdown(text: str) -> tuple[str, str]:
+    """Первый заголовок и текст, где «## Заголовок» — строка «Заголовок» без решёток и с пустой строкой
+    после (отдельный абзац); строки внутри блоков кода ``` не трогаются: «# комментарий» там — не заголовок."""
+    lines, headings, in_code = [], [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            in_code = not in_code
+        heading = None if in_code else _MD_HEADING_RE.match(line)
+        if heading:
+            headings.append(heading.group(1))
+            lines += [heading.group(1), ""]
+        else:
+            lines.append(line)
+    return (headings[0] if headings else ""), "\n".join(lines)
 
 
 def _csv_rows(text: str, doc_id: str, title: str) -> list[Document]:
@@ -191,15 +214,23 @@ def load_file(path: str | os.PathLike, root: str | os.PathLike | None = None, *,
             parser.close()
             title, text = parser.title or parser.h1, "".join(parser.parts)
         elif suffix in (".md", ".markdown"):
-            heading = _MD_HEADING_RE.search(text)
-            title = heading.group(1) if heading else ""
-            # «## Заголовок» → «Заголовок.»: без решёток и отдельным предложением, а не началом первого
-            text = _MD_HEADING_RE.sub(lambda m: m.group(1) + ("" if m.group(1)[-1] in ".!?…:" else "."), text)
+            title, text = _markdown(text)
     text = _tidy(text)
     if not text:
         scan = " (скан без текстового слоя? нужен OCR)" if suffix == ".pdf" else ""
         raise MiniRagError(f"в файле нет текста{scan}")
-    return [Document(doc_id, title or path.name, text)]
+    return [Document(doc_id, title or first_line(text) or path.name, text)]
+
+
+def first_line(text: str) -> str:
+    """Первая непустая строка текста, не длиннее ``TITLE_MAX_CHARS`` (длинная обрезается по слову с «…»).
+
+    Пример: ``first_line("\\nПравила отпуска\\nОтпуск — 28 дней.")`` → ``'Правила отпуска'``. Глава 10. От поиска к ответу.
+    """
+    line = next((" ".join(line.split()) for line in text.splitlines() if line.strip()), "")
+    if len(line) <= TITLE_MAX_CHARS:
+        return line
+    return line[: TITLE_MAX_CHARS].rsplit(" ", 1)[0].rstrip(" ,;:—-") + "…"
 
 
 def load_folder(folder: str | os.PathLike, *, encoding: str = "utf-8", progress: bool = False) -> LoadReport:

@@ -3,7 +3,8 @@
 ``build_prompt`` кладёт найденные чанки в контекст под номерами [1], [2], … и
 добавляет правила: отвечать только по контексту, ставить ссылку после каждого
 утверждения, а если ответа нет — сказать это фразой ``REFUSAL``. ``parse_prompt`` читает
-такой промпт обратно (вопрос и тексты источников): формат промпта живёт только здесь.
+такой промпт обратно (вопрос и тексты источников, ``parse_sources`` — ещё и их заголовки):
+формат промпта живёт только здесь.
 ``check_citations`` проверяет ответ кодом: нет ли ссылок на несуществующие номера
 и нет ли предложений без ссылки. Модуль не вызывает языковую модель и не знает,
 правдиво ли утверждение: цитата говорит, откуда взято, а не что это верно.
@@ -32,7 +33,7 @@ RULES = (
 _CONTEXT, _QUESTION, _ANSWER, _SOURCE_SEP = "\n\nКонтекст:\n", "\n\nВопрос: ", "\nОтвет:", "\n\n"
 _NOTHING_FOUND = "(поиск ничего не нашёл)"
 # Заголовок источника: «[n] title (doc_id, чанк chunk_id)», текст чанка — со следующей строки.
-_SOURCE_RE = re.compile(r"^\[(\d+)\] .*, чанк \d+\)$", re.MULTILINE)
+_SOURCE_RE = re.compile(r"^\[(\d+)\] (.*) \(.*, чанк \d+\)$", re.MULTILINE)
 CITATION_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")  # ссылка [1] или [2, 3]
 _ONLY_CITATIONS_RE = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\])+\s*[.!?…]?$")
 
@@ -58,6 +59,17 @@ def parse_prompt(prompt: str) -> tuple[str, list[str]] | None:
     Пример: ``parse_prompt(build_prompt("Сколько дней?", []))`` → ``('Сколько дней?', [])``.
     Глава 10. От поиска к ответу.
     """
+    parsed = parse_sources(prompt)
+    return None if parsed is None else (parsed[0], [text for _, text in parsed[1]])
+
+
+def parse_sources(prompt: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """То же, что ``parse_prompt``, но каждый источник — пара (заголовок, текст): заголовок — то,
+    что стоит в строке «[n] заголовок (doc_id, чанк k)» до скобки с doc_id.
+
+    Пример: ``parse_sources(build_prompt("Сколько дней?", hits[:1]))[1][0][0]`` → ``'Ежегодный отпуск'``.
+    Глава 10. От поиска к ответу.
+    """
     require_text(prompt, "Промпт")
     start, end = prompt.find(_CONTEXT), prompt.rfind(_QUESTION)
     if start < 0 or end < start:
@@ -69,7 +81,7 @@ def parse_prompt(prompt: str) -> tuple[str, list[str]] | None:
         if int(match.group(1)) == len(headers) + 1:
             headers.append(match)
     ends = [h.start() - len(_SOURCE_SEP) for h in headers[1:]] + [len(context)]  # текст — до разделителя
-    return query, [context[h.end() + 1 : end] for h, end in zip(headers, ends, strict=False)]
+    return query, [(h.group(2), context[h.end() + 1 : end]) for h, end in zip(headers, ends, strict=False)]
 
 
 def parse_citations(answer: str) -> list[int]:

@@ -2,7 +2,11 @@
 
 Файл — zip без сжатия из четырёх частей: ``manifest.json`` (формат, версия, отпечаток
 эмбеддера, размеры и что лежит в каждой части), ``docs.json`` (документы), ``spans.npy``
-(чанк = номер документа, chunk_id, start, end) и ``vectors.npy`` (float32). Ничего не
+(чанк = номер документа, chunk_id, start, end) и ``vectors.npy`` (float32). В manifest.json
+может лежать и ``meta`` — что известно о сборке индекса сверх векторов (командная строка кладёт
+туда имя эмбеддера и калиброванный порог отказа); читает его ``read_meta``. Файлы без ``meta``
+(записанные до него) читаются как прежде: ``read_meta`` вернёт пустой словарь. ``headers`` в
+manifest.json — эмбеддились ли чанки с заголовком документа и раздела (нет поля — не эмбеддились). Ничего не
 читается через pickle, поэтому чужой файл не может выполнить код при загрузке.
 Запись идёт во временный файл рядом и заканчивается ``os.replace``: сбой посреди записи
 оставляет прежний индекс целым. Модуль не строит индекс и не ищет и не знает класса ``Index``:
@@ -16,7 +20,7 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +33,11 @@ FORMAT_VERSION = 1
 
 
 def write(path: str | os.PathLike, fingerprint: str, docs: Sequence[Document], spans: np.ndarray,
-          vectors: np.ndarray) -> Path:
+          vectors: np.ndarray, *, meta: Mapping | None = None, headers: bool = False) -> Path:
     """Записать части индекса в файл атомарно и вернуть путь (зовёт ``Index.save``).
 
+    ``meta`` — словарь, который можно записать в JSON: ложится в manifest.json как есть;
+    ``headers`` — эмбеддились ли чанки со своими заголовками (``Index.build(..., headers=True)``).
     Пример: ``write("копия.minirag", index.fingerprint, index.docs, index.spans, index.vectors).exists()`` → ``True``.
     Глава 5. Индекс и поиск.
     """
@@ -46,12 +52,15 @@ def write(path: str | os.PathLike, fingerprint: str, docs: Sequence[Document], s
         "dtype": "float32",
         "n_docs": len(docs),
         "n_chunks": int(spans.shape[0]),
+        "headers": bool(headers),
         "files": {
             "docs.json": "документы: id, title, text",
             "spans.npy": "int64 (n_chunks, 4): номер документа, chunk_id, start, end",
             "vectors.npy": "float32 (n_chunks, dim): строки единичной длины",
         },
     }
+    if meta:
+        manifest["meta"] = dict(meta)
     docs = [{"id": d.id, "title": d.title, "text": d.text} for d in docs]
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -72,9 +81,9 @@ def write(path: str | os.PathLike, fingerprint: str, docs: Sequence[Document], s
     return path
 
 
-def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.ndarray, np.ndarray]:
-    """Прочитать части индекса (документы, spans, векторы), проверив формат, версию, целостность
-    и что индекс построен эмбеддером с отпечатком ``fingerprint`` (зовёт ``Index.load``).
+def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.ndarray, np.ndarray, bool]:
+    """Прочитать части индекса (документы, spans, векторы, ``headers``), проверив формат, версию,
+    целостность и что индекс построен эмбеддером с отпечатком ``fingerprint`` (зовёт ``Index.load``).
 
     Пример: ``read("demo.minirag", HashEmbedder().fingerprint)[2].shape`` → ``(96, 96)``. Глава 5. Индекс и поиск.
     """
@@ -112,7 +121,29 @@ def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.
         and len(docs) == manifest.get("n_docs")
         and (n == 0 or (spans[:, 0].min() >= 0 and spans[:, 0].max() < len(docs)))
         and bool(np.all(np.isfinite(matrix)))
+        and isinstance(manifest.get("headers", False), bool)
     )
     if not consistent:
         raise MiniRagError(f"{broken}: размеры частей не сходятся с manifest.json. Перестрой индекс.")
-    return docs, spans, matrix
+    return docs, spans, matrix, manifest.get("headers", False)
+
+
+def read_meta(path: str | os.PathLike) -> dict:
+    """``meta`` из manifest.json файла индекса; у файла без него — пустой словарь.
+
+    Пример: ``read_meta("demo.minirag")`` → ``{}`` (``Index.save`` не пишет meta). Глава 10. От поиска к ответу.
+    """
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            manifest = json.loads(archive.read("manifest.json"))
+    except FileNotFoundError:
+        raise MiniRagError(f"Файла индекса {path} нет. Сначала построй индекс: python -m minirag index ПАПКА "
+                           f"--out {path}.") from None
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise MiniRagError(f"Файл {path} повреждён или это не индекс minirag ({type(exc).__name__}: {exc}). "
+                           f"Перестрой индекс и сохрани заново.") from None
+    meta = manifest.get("meta", {}) if isinstance(manifest, dict) else {}
+    if not isinstance(meta, dict):
+        raise MiniRagError(f"В файле индекса {path} поле meta — не словарь: файл повреждён, перестрой индекс.")
+    return meta

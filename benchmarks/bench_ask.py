@@ -1,0 +1,365 @@
+"""Бенчмарк командной строки «спроси свои файлы»: чем выбраны умолчания и что они дают.
+
+Три части, всё без сети:
+
+1. **Поиск** (эмбеддер, метод и заголовки чанков по умолчанию): hit@3 и MRR на dev-части
+   размеченных запросов курса (``DEMO_DEV``, вопросы с ответом) для настроек hash-эмбеддера, navec,
+   BM25 и гибрида — без заголовков чанков в векторах и с ними (``Index.build(..., headers=True)``).
+   Побеждает наибольший hit@3 на dev, при равенстве — больший MRR, затем меньший индекс, затем без
+   заголовков. Test (``DEMO_TEST``) печатается рядом и в выборе не участвует.
+2. **Ответ** на dev-вопросах из ``benchmarks/ask_questions.json`` на dev-корпусе (демо-корпус
+   файлами и два README): перебор ``ANSWER_GRID`` — заголовки чанков, что делает порог (фильтр
+   каждого чанка или ворота вопроса по лучшему, ``Retriever``), сколько чанков отдать генератору (k),
+   читает ли генератор предложение с заголовком источника, квантиль калибровки порога и доля слов
+   вопроса. Выбирается наибольшее число ответов с фактом при условии, что отказ получили все
+   вопросы не о корпусе; при равенстве — больше ответов, где факт в первом предложении, затем
+   осторожнее (больший квантиль, большая доля), затем меньше k.
+3. **Итог** через командную строку (``python -m minirag index`` и ``ask``) на test-корпусе, на
+   котором ничего не подбиралось: README.md, докстринги модулей minirag и markdown-ячейки глав,
+   выгруженные во временную папку. Те же вопросы задаются новой версии (этот код) и прежним
+   (``--baseline``, по умолчанию — коммит до калибровки: hash-эмбеддер dim = 96, без порога,
+   предложения по косинусу; и первая версия калибровки), код которых берётся из git во временную папку.
+
+Запуск из корня репозитория: ``python benchmarks/bench_ask.py`` (``--skip-baseline`` — без
+прежних версий, ``--only final`` — только итог). Код выхода 1, если умолчания библиотеки не
+совпали с выбранными на dev или итог на test не достиг цели (факт в ≥ 80 % ответов, отказ на
+всех вопросах не о корпусе).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import itertools
+import json
+import os
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = Path(__file__).with_name("ask_questions.json")
+# прежние версии: последний коммит main до калибровки порога и нового экстрактивного ответа; первая версия
+# калибровки (порог — фильтр каждого чанка, k = 3, без заголовков чанков)
+BASELINES = ("9168534", "ee5b680")
+GOAL_FACTS, GOAL_REFUSED = 0.8, 1.0
+ASK_SECTION = "## Свои файлы:"  # заголовок раздела benchmarks/README.md об этом бенчмарке
+
+
+def questions() -> dict:
+    """Вопросы dev и test: {"dev"|"test": {"facts": [{"question", "fact"}], "off_topic": [...]}}."""
+    return json.loads(QUESTIONS.read_text(encoding="utf-8"))
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().replace("ё", "е").split())
+
+
+def holds(answer: str, facts: list[str]) -> bool:
+    """Есть ли в ответе один из вариантов факта (без учёта регистра и пробелов, ё = е)."""
+    return any(_norm(fact) in _norm(answer) for fact in facts)
+
+
+def export_dev_corpus(folder: Path) -> Path:
+    """Dev-корпус файлами: документы демо-корпуса (первая строка — заголовок) и два README."""
+    from minirag import DEMO_DOCS
+
+    (folder / "demo").mkdir(parents=True, exist_ok=True)
+    for doc in DEMO_DOCS:
+        (folder / "demo" / f"{doc.id}.txt").write_text(f"{doc.title}\n\n{doc.text}\n", encoding="utf-8")
+    shutil.copy(ROOT / "src" / "minirag" / "demo" / "README.md", folder / "demo_corpus_README.md")
+    readme = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    # раздел об этом бенчмарке — не часть dev-корпуса: иначе его результаты меняли бы корпус, на котором выбраны
+    (folder / "benchmarks_README.md").write_text(readme.split(ASK_SECTION)[0], encoding="utf-8")
+    return folder
+
+
+def export_test_corpus(folder: Path) -> Path:
+    """Test-корпус файлами: README.md, markdown-ячейки каждой главы и докстринги каждого модуля minirag."""
+    import minirag
+
+    (folder / "book").mkdir(parents=True, exist_ok=True)
+    (folder / "minirag").mkdir(exist_ok=True)
+    shutil.copy(ROOT / "README.md", folder / "README.md")
+    for notebook in sorted((ROOT / "book").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        text = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        (folder / "book" / f"{notebook.stem}.md").write_text(text + "\n", encoding="utf-8")
+    for info in pkgutil.iter_modules(minirag.__path__):
+        module = importlib.import_module(f"minirag.{info.name}")
+        parts = [f"# minirag.{info.name}", inspect.cleandoc(module.__doc__ or "")]
+        for name, obj in vars(module).items():
+            public = not name.startswith("_") and (inspect.isclass(obj) or inspect.isfunction(obj))
+            if public and obj.__module__ == module.__name__ and obj.__doc__:
+                parts += [f"## {name}", inspect.cleandoc(obj.__doc__)]
+        (folder / "minirag" / f"{info.name}.md").write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    return folder
+
+
+# ---------- 1. поиск ----------
+def retrieval_candidates():
+    """(имя, эмбеддер, метод): настройки, среди которых выбирается поиск по умолчанию."""
+    from minirag import HashEmbedder, NavecEmbedder
+
+    embedders = {f"hash(dim={d}{', stem' if s else ''}{', 3–5-граммы' if g else ''})":
+                 (lambda d=d, s=s, g=g: HashEmbedder(d, stem=s, char_ngrams=(3, 5) if g else None))
+                 for d, s, g in itertools.product((96, 256, 1024, 4096), (False, True), (False, True))}
+    embedders["navec (sif)"] = NavecEmbedder
+    embedders["navec (mean)"] = lambda: NavecEmbedder(weighting="mean")
+    for name, make in embedders.items():
+        for method in ("cosine", "bm25", "hybrid"):
+            yield name, make, method
+
+
+def rank(index, method: str, bm25, query: str, k: int = 10):
+    """Doc_id лучших k чанков запроса выбранным методом (как в ``python -m minirag ask``)."""
+    from minirag import hybrid_search, tokenize
+
+    if method == "cosine":
+        return [h.doc_id for h in index.search(query, k=k)]
+    if method == "hybrid":
+        return [h.doc_id for h in hybrid_search(index, query, k=k, bm25=bm25)]
+    stem = bool(getattr(index.embedder, "stem", False))
+    return [index.chunk(i).doc_id for i, _ in bm25.search(tokenize(query, stem=stem), k)]
+
+
+def retrieval_table() -> list[dict]:
+    """hit@3 и MRR на dev и test для каждой настройки поиска, без заголовков чанков в векторах и с ними
+    (``Index.build(..., headers=True)``); BM25 зависит только от стемминга и заголовков."""
+    from minirag import DEMO_DEV, DEMO_DOCS, DEMO_TEST, Index, hit_at_k, index_bm25, reciprocal_rank
+
+    rows, seen_bm25 = [], set()
+    for (name, make, method), headers in itertools.product(retrieval_candidates(), (False, True)):
+        embedder = make()
+        stem = bool(getattr(embedder, "stem", False))
+        if method == "bm25" and (stem, headers) in seen_bm25:
+            continue
+        seen_bm25 |= {(stem, headers)} if method == "bm25" else set()
+        index = Index.build(DEMO_DOCS, embedder, headers=headers)
+        bm25 = index_bm25(index) if method != "cosine" else None
+        row = {"embedder": "tokens" + (", stem" if stem else "") if method == "bm25" else name, "method": method,
+               "headers": headers, "dim": int(index.vectors.shape[1])}
+        for split, labeled in (("dev", DEMO_DEV), ("test", DEMO_TEST)):
+            answerable = [q for q in labeled if q.relevant]
+            ranked = [rank(index, method, bm25, q.text) for q in answerable]
+            row[f"{split}_hit3"] = float(np.mean([hit_at_k(r, q.relevant, 3) for r, q in zip(ranked, answerable)]))
+            row[f"{split}_mrr"] = float(np.mean([reciprocal_rank(r, q.relevant) for r, q in zip(ranked, answerable)]))
+        rows.append(row)
+    return rows
+
+
+def best_retrieval(rows: list[dict]) -> dict:
+    """Наибольший hit@3 на dev, затем MRR на dev, затем меньшая размерность, затем без заголовков (проще)."""
+    return max(rows, key=lambda r: (round(r["dev_hit3"], 6), round(r["dev_mrr"], 6), -r["dim"], not r["headers"]))
+
+
+# ---------- 2. ответ ----------
+# Что перебирается на dev: заголовки чанков в векторах, что делает порог (фильтр каждого чанка, как
+# index.search, или ворота вопроса по лучшему чанку, как Retriever), сколько чанков отдаётся генератору,
+# читает ли генератор предложение вместе с заголовком источника, квантиль калибровки и доля слов вопроса.
+ANSWER_GRID = {"headers": (False, True), "gate": ("chunk", "best"), "k": (3, 5, 8, 10, 15, 20),
+               "context": (False, True), "quantile": (0.5, 0.75, 0.9, 0.95, 0.99), "coverage": (0.25, 0.34, 0.5)}
+_FIRST_RE = re.compile(r"^.*?\[\d+\]")  # первое процитированное предложение ответа
+
+
+class _ChunkFilter:
+    """Порог как фильтр каждого чанка (``index.search``), как было до ворот ``Retriever``."""
+
+    def __init__(self, index):
+        self.index, self.embedder = index, index.embedder
+
+    def search(self, query: str, k: int = 3, threshold: float | None = None):
+        return self.index.search(query, k=k, threshold=threshold)
+
+
+def answer_grid(folder: Path, split: str = "dev") -> list[dict]:
+    """Ответы с фактом, факт в первом предложении, число цитат и отказы для каждой настройки ``ANSWER_GRID``."""
+    from minirag import REFUSAL, ExtractiveGenerator, Index, Retriever, load_folder
+    from minirag.__main__ import DEFAULT_EMBEDDER, EMBEDDERS
+    from minirag.calibrate import unrelated_scores
+
+    data = questions()[split]
+    docs = load_folder(folder).docs
+    rows = []
+    for headers in ANSWER_GRID["headers"]:
+        index = Index.build(docs, EMBEDDERS[DEFAULT_EMBEDDER](), headers=headers)
+        scores = unrelated_scores(index)
+        retrievers = {"chunk": _ChunkFilter(index), "best": Retriever(index)}
+        for gate, k, quantile in itertools.product(ANSWER_GRID["gate"], ANSWER_GRID["k"], ANSWER_GRID["quantile"]):
+            threshold = float(np.quantile(scores, quantile, method="higher"))
+            hits = {q: retrievers[gate].search(q, k=k, threshold=threshold)
+                    for q in [f["question"] for f in data["facts"]] + data["off_topic"]}
+            for context, coverage in itertools.product(ANSWER_GRID["context"], ANSWER_GRID["coverage"]):
+                generator = ExtractiveGenerator(index.embedder, threshold=coverage, context=context)
+                said = {q: generator.answer_from(q, found) if found else REFUSAL for q, found in hits.items()}
+                facts = [said[f["question"]] for f in data["facts"]]
+                first = [_FIRST_RE.match(a) for a in facts]
+                rows.append({
+                    "headers": headers, "gate": gate, "k": k, "context": context, "quantile": quantile,
+                    "coverage": coverage, "threshold": threshold,
+                    "facts": sum(holds(a, f["fact"]) for a, f in zip(facts, data["facts"])),
+                    "first": sum(bool(m) and holds(m.group(), f["fact"]) for m, f in zip(first, data["facts"])),
+                    "quotes": sum(len(re.findall(r"\[\d+\]", a)) for a in facts), "n_facts": len(facts),
+                    "refused": sum(said[q] == REFUSAL for q in data["off_topic"]), "n_off": len(data["off_topic"])})
+    return rows
+
+
+def best_answer(rows: list[dict]) -> dict:
+    """Отказ на всех вопросах не о корпусе; среди таких — больше ответов с фактом, затем с фактом в первом
+    предложении, затем осторожнее (больший квантиль, большая доля слов), затем меньше чанков (k)."""
+    allowed = [r for r in rows if r["refused"] == r["n_off"]] or rows
+    return max(allowed, key=lambda r: (r["facts"], r["first"], r["quantile"], r["coverage"], -r["k"]))
+
+
+# ---------- 3. итог через командную строку ----------
+_ANSWER_RE = re.compile(r"^Ответ \([^)]*\):\n  (.*)$", re.MULTILINE)
+
+
+def cli_answer(stdout: str) -> str:
+    """Текст ответа из вывода ``python -m minirag ask``."""
+    found = _ANSWER_RE.search(stdout)
+    if found is None:
+        raise RuntimeError(f"В выводе ask нет строки «Ответ (…):»:\n{stdout}")
+    return found.group(1)
+
+
+def run_cli(src: Path, *args: str) -> str:
+    """``python -m minirag ARGS`` с пакетом minirag из папки ``src``; вывод (stdout)."""
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONUTF8": "1"}
+    result = subprocess.run([sys.executable, "-m", "minirag", *args], capture_output=True, text=True, env=env,
+                            timeout=600)
+    if result.returncode != 0:
+        raise RuntimeError(f"python -m minirag {' '.join(args)}: код {result.returncode}\n{result.stderr}")
+    return result.stdout
+
+
+def final_figures(src: Path, corpus: Path, workdir: Path, split: str = "test") -> dict:
+    """Факты и отказы на корпусе через ``index`` и ``ask`` версии minirag из ``src``; время и размер индекса."""
+    data = questions()[split]
+    index_file = workdir / f"{src.parent.name}.minirag"
+    started = time.perf_counter()
+    run_cli(src, "index", str(corpus), "--out", str(index_file))
+    seconds = time.perf_counter() - started
+    answers = {f["question"]: cli_answer(run_cli(src, "ask", f["question"], "--index", str(index_file)))
+               for f in data["facts"]}
+    off = {q: cli_answer(run_cli(src, "ask", q, "--index", str(index_file))) for q in data["off_topic"]}
+    from minirag import REFUSAL
+
+    return {"facts": sum(holds(answers[f["question"]], f["fact"]) for f in data["facts"]), "n_facts": len(data["facts"]),
+            "refused": sum(a == REFUSAL for a in off.values()), "n_off": len(off), "answers": answers, "off": off,
+            "index_seconds": seconds, "index_bytes": index_file.stat().st_size}
+
+
+def baseline_src(revision: str, workdir: Path) -> Path:
+    """Код minirag прежней версии из git в ``workdir/baseline-РЕВИЗИЯ/src``."""
+    target = workdir / f"baseline-{revision}"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "src/minirag"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target / "src"
+
+
+def _print_final(label: str, r: dict) -> None:
+    print(f"{label}: факт в ответе {r['facts']} из {r['n_facts']} ({r['facts'] / r['n_facts']:.0%}), "
+          f"отказ на вопросах не о корпусе {r['refused']} из {r['n_off']}; index {r['index_seconds']:.1f} с, "
+          f"файл {r['index_bytes'] / 1e6:.1f} МБ")
+
+
+def _check_defaults(best_search: dict | None, chosen: dict | None) -> list[str]:
+    """Совпадают ли умолчания библиотеки и командной строки с выбранным на dev."""
+    from minirag import ExtractiveGenerator
+    from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, DEFAULT_METHOD, EMBEDDERS
+    from minirag.calibrate import QUANTILE
+    from minirag.generate import COVERAGE
+
+    failures = []
+    if best_search is not None:
+        default = EMBEDDERS[DEFAULT_EMBEDDER]()
+        chosen_search = (best_search["method"], best_search["dim"], best_search["headers"])
+        if chosen_search != (DEFAULT_METHOD, getattr(default, "dim", None), True):
+            failures.append(f"умолчание CLI ({default!r}, {DEFAULT_METHOD}, заголовки чанков) не совпадает с "
+                            f"выбранным на dev")
+    if chosen is not None:
+        context = inspect.signature(ExtractiveGenerator).parameters["context"].default
+        want = (True, "best", DEFAULT_K, context, QUANTILE, COVERAGE)
+        got = tuple(chosen[key] for key in ("headers", "gate", "k", "context", "quantile", "coverage"))
+        if got != want:
+            failures.append(f"умолчания (заголовки, ворота, k, context, квантиль, доля) = {want} не совпадают с "
+                            f"выбранными на dev {got}")
+    return failures
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", nargs="+", default=list(BASELINES),
+                        help="коммиты прежних версий (по умолчанию %(default)s)")
+    parser.add_argument("--skip-baseline", action="store_true", help="не мерить прежние версии")
+    parser.add_argument("--only", choices=("retrieval", "answer", "final"), help="только одна часть")
+    parser.add_argument("--verbose", action="store_true", help="печатать каждый ответ итога")
+    args = parser.parse_args(argv)
+    from minirag.__main__ import DEV_HIT3
+
+    best_search = chosen = None
+    if args.only in (None, "retrieval"):
+        print("1. Поиск: hit@3 и MRR на DEMO_DEV (выбор) и DEMO_TEST (только для сведения)\n")
+        rows = retrieval_table()
+        print(f"{'эмбеддер':34s} {'метод':7s} {'заголовки':9s} {'dev hit@3':>9s} {'dev MRR':>8s} {'test hit@3':>10s} "
+              f"{'test MRR':>9s}")
+        for r in rows:
+            print(f"{r['embedder']:34s} {r['method']:7s} {'да' if r['headers'] else 'нет':9s} {r['dev_hit3']:9.3f} "
+                  f"{r['dev_mrr']:8.3f} {r['test_hit3']:10.3f} {r['test_mrr']:9.3f}")
+        best_search = best_retrieval(rows)
+        print(f"\nВыбрано: {best_search['embedder']}, {best_search['method']}, заголовки чанков "
+              f"{'да' if best_search['headers'] else 'нет'} — dev hit@3 {best_search['dev_hit3']:.3f}, "
+              f"MRR {best_search['dev_mrr']:.3f}")
+        print(f"В справке CLI: {DEV_HIT3}\n")
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        if args.only in (None, "answer"):
+            print("2. Ответ: вопросы dev на dev-корпусе, эмбеддер по умолчанию; все настройки ANSWER_GRID\n")
+            grid = answer_grid(export_dev_corpus(workdir / "dev"))
+            print("заголовки порог   k  context квантиль порог  доля  факт первое цитат отказ")
+            for r in grid:
+                print(f"{'да' if r['headers'] else 'нет':9s} {'лучший' if r['gate'] == 'best' else 'каждый':6s} "
+                      f"{r['k']:2d} {'да' if r['context'] else 'нет':7s} {r['quantile']:<8g} {r['threshold']:.3f} "
+                      f"{r['coverage']:<5g} {r['facts']:2d}/{r['n_facts']} {r['first']:2d}     {r['quotes']:3d}   "
+                      f"{r['refused']}/{r['n_off']}")
+            chosen = best_answer(grid)
+            print(f"\nВыбрано: заголовки {'да' if chosen['headers'] else 'нет'}, порог — "
+                  f"{'ворота по лучшему чанку' if chosen['gate'] == 'best' else 'фильтр каждого чанка'}, "
+                  f"k {chosen['k']}, "
+                  f"context {chosen['context']}, квантиль {chosen['quantile']:g}, доля слов {chosen['coverage']:g} — "
+                  f"факт {chosen['facts']} из {chosen['n_facts']}, отказ {chosen['refused']} из {chosen['n_off']}\n")
+        failures += _check_defaults(best_search, chosen)
+        if args.only in (None, "final"):
+            print("3. Итог через командную строку на test-корпусе (README, докстринги, главы)\n")
+            corpus = export_test_corpus(workdir / "test")
+            new = final_figures(ROOT / "src", corpus, workdir)
+            _print_final("новые умолчания ", new)
+            if args.verbose:
+                for q, a in {**new["answers"], **new["off"]}.items():
+                    print(f"  {q} → {a}")
+            for revision in [] if args.skip_baseline else args.baseline:
+                old = final_figures(baseline_src(revision, workdir), corpus, workdir)
+                _print_final(f"прежние ({revision})", old)
+                print(f"  отношение новое/прежнее: время index {new['index_seconds'] / old['index_seconds']:.1f}×, "
+                      f"размер файла {new['index_bytes'] / old['index_bytes']:.1f}×")
+            if new["facts"] < GOAL_FACTS * new["n_facts"] or new["refused"] < GOAL_REFUSED * new["n_off"]:
+                failures.append("итог на test ниже цели: факт ≥ 80 %, отказ на всех вопросах не о корпусе")
+    for failure in failures:
+        print(f"НЕ ВЫПОЛНЕНО: {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

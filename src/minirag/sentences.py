@@ -1,0 +1,253 @@
+"""Какие предложения чанка годятся в ответ и насколько каждое отвечает на вопрос.
+
+Текст чанка — не только предложения: в нём бывают заголовки, пункты списков, строки таблиц
+и кода. ``candidate_sentences`` читает его по строкам: абзац (строки до пустой) склеивается
+и режется на предложения; пункт списка — отдельная единица без маркера («1.», «-»), иначе
+маркер стал бы «предложением» «1.»; строка таблицы — без крайних «|»; короткая строка без
+знака конца предложения, за которой текст продолжается с новой строки, — заголовок, он в ответ
+не идёт; строки кода (внутри ```, с приглашением ``$``/``>>>`` или из одних идентификаторов и
+скобок) идут в ответ, только если вопрос о коде (``about_code``).
+
+``match`` оценивает предложение по словам вопроса: ``question_terms`` — основы (стеммер
+Snowball) слов вопроса без служебных и вопросительных слов («как», «сколько», «в»).
+Основа вопроса совпадает со словом предложения, если основы равны, одна — начало другой
+(от четырёх букв: «hash» и «hashembedder») или они отличаются одной буквой (от пяти букв:
+опечатка). Оценка — доля совпавших основ вопроса (``coverage``) и их кучность: совпавшие
+слова стоят рядом или вразброс по длинному предложению. Предложение читается в своём разделе:
+слова заголовка источника (``context``) тоже засчитываются, если в самом предложении есть
+хотя бы одно слово вопроса. ``headings`` находит заголовки в тексте документа с их местами —
+по ним индекс называет раздел чанка. Модуль не знает про поиск и индекс, не понимает синонимов
+и смысла: «отпуск» и «отдых» для него разные слова.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .text import split_sentences, stem_token, tokenize
+
+# Служебные и вопросительные слова: в вопросе они есть всегда, а об ответе не говорят ничего.
+STOP_WORDS = frozenset("""
+а без бы был была были было быть в вам вас весь во вот все всё всего всех вы где да даже для до его
+её ее ей ему если есть ещё еще же за здесь и из или им их к как какая какие каким какими каких какого
+какое какой каком какую каков какова каковы кем ко когда кого ком кому кто ли либо между меня мне мой моя
+можно мы на над надо наш не него неё нее нет ни них но ну о об обо он она они оно от очень по под при про
+с сам свой себя со сколько так также такой там те тем то того тоже той только том ты у уже хотя чего чей
+чем что чтобы чём эта эти это этого этой этом этот я зачем почему откуда куда который которая которое
+которые каждый каждая каждое нужно нужен нужна нужны сейчас
+a an the of to in on at for by is are was be do does did what which who whom how when where why
+""".split())
+_STOP_STEMS = frozenset(stem_token(word) for word in STOP_WORDS)
+
+# Слова, по которым видно, что вопрос о коде (основы Snowball).
+_CODE_STEMS = frozenset({"код", "команд", "функц", "вызов", "вызыва", "метод", "класс", "импорт", "аргумент",
+                         "параметр", "python", "pip", "скрипт", "терминал", "консол"})
+# Основы, по которым видно, что ответ — число: «сколько», «какое значение», «какая версия»…
+_NUMBER_STEMS = frozenset({"скольк", "значен", "номер", "верс", "числ", "размер", "процент"})
+_DIGIT_RE = re.compile(r"\d")
+_CODE_MARK_RE = re.compile(r"`|\w\(|\w_\w|--\w|\.py\b|=")
+
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+_LIST_RE = re.compile(r"^\s*(?:[-*•–]|\d{1,3}[.)])\s+")
+_TABLE_RULE_RE = re.compile(r"^[\s|:\-+]+$")
+_END_RE = re.compile(r"[.!?…:;][»\"')\]*`]*$")
+_PROMPT_RE = re.compile(r"^(?:\$ |>>> |\.\.\. |#!|import |from \S+ import |def |class |return |print\(|pip |"
+                        r"python3? |\.venv/|cd |git |export |@\w)")
+_SYMBOLS_RE = re.compile(r"[=(){}\[\];<>]|->|::")
+_DATA_RE = re.compile(r'^(?:[\[\]{}]|"[^"]*"\s*:)')  # строка JSON: скобка или «"ключ":» в начале
+_WORD_RE = re.compile(r"[а-яё]{3,}", re.IGNORECASE)
+HEADING_MAX_CHARS = 100  # строка без точки длиннее этого — не заголовок, а кусок длинного предложения
+
+
+def _is_code(line: str) -> bool:
+    """Строка кода: приглашение или ключевое слово в начале, строка JSON или скобки и «=» без русских слов."""
+    return (bool(_PROMPT_RE.match(line) or _DATA_RE.match(line))
+            or (len(_SYMBOLS_RE.findall(line)) >= 2 and not _WORD_RE.search(line)))
+
+
+def _units(text: str):
+    """(текст, вид) по порядку: вид — "text" (абзац или пункт), "heading", "code" или "fence" (граница блока кода).
+
+    Чанк может начаться внутри блока кода: тогда первая голая ``` в нём закрывает блок, а не открывает.
+    """
+    units: list[tuple[str, str]] = []
+    paragraph: list[str] = []
+    in_fence = False
+
+    def flush():
+        if paragraph:
+            single = len(paragraph) == 1 and not _END_RE.search(paragraph[0]) and len(paragraph[0]) <= HEADING_MAX_CHARS
+            units.append((" ".join(paragraph), "heading" if single else "text"))
+            paragraph.clear()
+
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if _FENCE_RE.match(stripped):
+            if not in_fence and stripped in ("```", "~~~") and not any(kind == "fence" for _, kind in units):
+                # первая голая ``` в чанке после текста — конец блока, начатого до чанка: всё выше — код
+                before = [u for u in units if u[1] != "fence"] + [(part, "text") for part in paragraph]
+                if before:
+                    paragraph.clear()
+                    units[:] = [(unit, "code") for unit, _ in before]
+                    units.append(("", "fence"))
+                    continue
+            flush()
+            units.append(("", "fence"))
+            in_fence = not in_fence
+        elif in_fence or (stripped and _is_code(stripped)):
+            flush()
+            units.append((stripped, "code"))
+        elif not stripped:
+            flush()
+        elif stripped.startswith("|"):
+            flush()
+            if not _TABLE_RULE_RE.match(stripped):
+                units.append((stripped.strip("|").strip(), "text"))  # ячейки через «|», как в источнике
+        elif marker := _LIST_RE.match(stripped):
+            flush()
+            units.append((stripped[marker.end():], "text"))
+        else:
+            paragraph.append(stripped)
+            following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            # строка без знака конца, а следующая — с большой буквы: это заголовок над текстом
+            if not _END_RE.search(stripped) and following[:1].isupper():
+                flush()
+    flush()
+    return units
+
+
+_MD_MARK_RE = re.compile(r"^#{1,6}\s+")
+
+
+def _heading_line(line: str) -> bool:
+    """Строка годится в заголовки: короткая, без знака конца (и без запятой), не пункт, не таблица, не код."""
+    return (0 < len(line) <= HEADING_MAX_CHARS and not _END_RE.search(line) and not line.endswith(",")
+            and not _LIST_RE.match(line) and not line.startswith("|") and not _is_code(line))
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """Заголовки текста: (позиция начала строки, заголовок) по порядку.
+
+    Заголовок — строка после пустой строки (или в начале текста), короткая и без знака конца
+    предложения, за которой идёт пустая строка, конец текста или строка с большой буквы; решётки
+    Markdown («## ») снимаются, строки внутри блоков кода ``` не смотрятся.
+    Пример: ``headings("Отпуск\\n\\nОтпуск — 28 дней.\\n\\nПеренос\\n\\nЗаявление за две недели.")``
+    → ``[(0, 'Отпуск'), (27, 'Перенос')]``. Глава 10. От поиска к ответу.
+    """
+    found, in_fence, offset = [], False, 0
+    lines = text.splitlines(keepends=True)
+    for i, raw in enumerate(lines):
+        line = _MD_MARK_RE.sub("", raw.strip())
+        if _FENCE_RE.match(raw.strip()):
+            in_fence = not in_fence
+        elif not in_fence and _heading_line(line):
+            before = lines[i - 1].strip() if i else ""
+            after = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            if not before and (not after or after[:1].isupper()):
+                found.append((offset, line))
+        offset += len(raw)
+    return found
+
+
+def candidate_sentences(text: str, *, code: bool = False) -> list[str]:
+    """Предложения чанка, которые можно цитировать: без заголовков и маркеров списков; код — только с ``code=True``.
+
+    Пример: ``candidate_sentences("Итоги\\n\\n1. Отпуск — 28 дней.\\n2. Делится на части.")``
+    → ``['Отпуск — 28 дней.', 'Делится на части.']``. Глава 10. От поиска к ответу.
+    """
+    sentences = []
+    for unit, kind in _units(text):
+        if kind in ("heading", "fence") or (kind == "code" and not code):
+            continue
+        sentences += [s for s in split_sentences(unit) if tokenize(s)] if kind == "text" else [unit]
+    return sentences
+
+
+def question_terms(query: str) -> list[str]:
+    """Основы слов вопроса без служебных и вопросительных, по порядку и без повторов.
+
+    Вопрос из одних служебных слов отдаёт все свои основы. Пример:
+    ``question_terms("Сколько дней длится отпуск?")`` → ``['дне', 'длит', 'отпуск']``. Глава 10. От поиска к ответу.
+    """
+    stems = list(dict.fromkeys(tokenize(query, stem=True)))
+    return [s for s in stems if s not in _STOP_STEMS] or stems
+
+
+def about_code(query: str) -> bool:
+    """Вопрос о коде: в нём есть `обратные кавычки`, скобки вызова, ``имя_с_подчёркиванием``, ``--флаг``
+    или слова «код», «команда», «функция», «параметр»…
+
+    Пример: ``about_code("Какая команда строит индекс?")`` → ``True``. Глава 10. От поиска к ответу.
+    """
+    return bool(_CODE_MARK_RE.search(query)) or any(s in _CODE_STEMS for s in tokenize(query, stem=True))
+
+
+def expects_number(query: str) -> bool:
+    """Ответ на вопрос — число: в вопросе «сколько», «какое значение», «номер», «версия», «размер»…
+
+    Пример: ``expects_number("Сколько дней длится отпуск?")`` → ``True``. Глава 10. От поиска к ответу.
+    """
+    return any(s in _NUMBER_STEMS for s in tokenize(query, stem=True))
+
+
+def has_number(sentence: str) -> bool:
+    """Есть ли в предложении цифра. Пример: ``has_number("Отпуск — 28 дней.")`` → ``True``."""
+    return bool(_DIGIT_RE.search(sentence))
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Отличаются ровно одной заменой, вставкой или удалением буквы."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+    return a[i + 1:] == b[i + 1:] if len(a) == len(b) else a[i:] == b[i + 1:]
+
+
+def _same(term: str, word: str) -> bool:
+    if term == word:
+        return True
+    if min(len(term), len(word)) >= 4 and (word.startswith(term) or term.startswith(word)):
+        return True
+    return min(len(term), len(word)) >= 5 and _one_edit(term, word)
+
+
+@dataclass(frozen=True)
+class Match:
+    """Насколько предложение отвечает на вопрос: доля основ вопроса в нём и их кучность (обе от 0 до 1)."""
+
+    coverage: float
+    compactness: float
+
+    @property
+    def score(self) -> float:
+        """Оценка для сортировки: доля совпавших основ, при равной доле — кучнее выше."""
+        return self.coverage * (0.9 + 0.1 * self.compactness)
+
+
+def match(terms: list[str], sentence: str, context: str = "") -> Match:
+    """Оценить предложение по основам вопроса ``terms`` (из ``question_terms``).
+
+    ``context`` — заголовок источника (документ и раздел): основа вопроса, которой нет в
+    предложении, но есть в заголовке, тоже засчитывается — если в самом предложении нашлась
+    хотя бы одна. Кучность считается только по словам предложения.
+    Пример: ``match(question_terms("Сколько дней длится отпуск?"), "Отпуск длится 28 дней.").coverage``
+    → ``1.0``; ``match(["отпуск", "перенос"], "Заявление подают за две недели.", "Отпуск").coverage`` → ``0.0``.
+    Глава 10. От поиска к ответу.
+    """
+    words = tokenize(sentence, stem=True)
+    around = tokenize(context, stem=True) if context.strip() else []
+    positions, in_context = [], 0
+    for term in terms:
+        where = next((i for i, word in enumerate(words) if _same(term, word)), None)
+        if where is not None:
+            positions.append(where)
+        elif any(_same(term, word) for word in around):
+            in_context += 1
+    if not terms or not positions:
+        return Match(0.0, 0.0)
+    span = max(positions) - min(positions) + 1
+    return Match((len(positions) + in_context) / len(terms), len(positions) / span)

@@ -1,0 +1,41 @@
+"""Retriever: поиск для ответа, где порог — ворота вопроса по лучшему чанку, а не фильтр каждого."""
+
+import pytest
+
+from minirag import DEMO_DOCS, HashEmbedder, Index, MiniRagError, Retriever, answer, hybrid_search
+
+INDEX = Index.build(DEMO_DOCS, HashEmbedder(4096, stem=True, char_ngrams=(3, 5)), headers=True)
+QUERY = "Сколько дней длится ежегодный отпуск?"
+
+
+def test_the_threshold_is_compared_with_the_best_chunk_only():
+    scores = sorted(INDEX.scores(QUERY), reverse=True)
+    threshold = float(scores[0] + scores[1]) / 2  # проходит только лучший чанк
+    assert len(INDEX.search(QUERY, k=5, threshold=threshold)) == 1  # фильтр каждого чанка оставил бы один
+    hits = Retriever(INDEX).search(QUERY, k=5, threshold=threshold)
+    assert [h.key for h in hits] == [h.key for h in INDEX.search(QUERY, k=5)]  # ворота пройдены: все пять лучших
+    assert Retriever(INDEX).search(QUERY, k=5, threshold=float(scores[0]) + 0.01) == []
+    assert Retriever(INDEX).search(QUERY, k=5, threshold=float(scores[0])) != []  # равный порогу — проходит
+
+
+@pytest.mark.parametrize("method", ["bm25", "hybrid"])
+def test_other_methods_rank_their_way_behind_the_same_cosine_gate(method):
+    best = float(INDEX.scores(QUERY).max())
+    retriever = Retriever(INDEX, method)
+    assert retriever.search(QUERY, k=3, threshold=best + 0.01) == []
+    hits = retriever.search(QUERY, k=3, threshold=best)
+    assert len(hits) == 3 and [h.rank for h in hits] == [1, 2, 3]
+    if method == "hybrid":
+        assert hits == hybrid_search(INDEX, QUERY, k=3)
+
+
+def test_answer_with_a_retriever_refuses_below_the_gate_and_quotes_above_it():
+    best = float(INDEX.scores(QUERY).max())
+    assert answer(Retriever(INDEX), QUERY, k=5, threshold=best + 0.01).text == "В контексте ответа нет."
+    result = answer(Retriever(INDEX), QUERY, k=5, threshold=best)
+    assert "28 календарных дней [1]" in result.text and len(result.hits) == 5 and result.citations.ok
+
+
+def test_an_unknown_method_is_explained():
+    with pytest.raises(MiniRagError, match="method должен быть одним из 'cosine', 'bm25', 'hybrid'"):
+        Retriever(INDEX, "bm42")
