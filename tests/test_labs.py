@@ -597,7 +597,7 @@ def test_lab4_an_example_that_is_not_what_it_claims_loses_its_points_with_the_ru
     namespace["EXAMPLES"][kind].update(query=query, words=words)
     if junk:
         run_check("lab04_hash_failures", namespace, "examples_fail")  # шум и правда «не находится» — но баллов не даёт
-        with pytest.raises(AssertionError, match="не слово русского языка"):
+        with pytest.raises(AssertionError, match="нет в словаре русского языка"):
             run_check("lab04_hash_failures", namespace, "examples_words")
     else:
         run_check("lab04_hash_failures", namespace, "examples_words")

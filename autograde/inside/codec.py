@@ -9,8 +9,10 @@
 Что проходит: None, bool, int, float (и nan/inf), complex, str, bytes, list, tuple, dict, set,
 frozenset, numpy-массивы числовых и логических типов, numpy-скаляры (тип сохраняется),
 экземпляры dataclass из разрешённых классов (их пересобирает принимающая сторона своим
-классом) и функции (как ссылки: их вызывают через канал). Всё остальное — объекты со своим
-``__eq__``, генераторы, модули, подклассы list/dict — отказ с понятной причиной.
+классом) и функции (как ссылки: их вызывают через канал). Подкласс встроенного типа
+(``class Example(dict)``, ``class Score(float)``) передаётся как сам встроенный тип: содержимое
+читается методами базового типа, поэтому свои ``__eq__``, ``__getitem__`` и т. п. до судьи не
+доходят. Всё остальное — объекты со своими классами, генераторы, модули — отказ с понятной причиной.
 
 Модуль не импортирует ничего, кроме стандартной библиотеки и numpy (если он есть): он
 живёт внутри песочницы, где нет пакета autograde.
@@ -58,6 +60,7 @@ class Encoder:
             raise CodecError(f"вложенность глубже {MAX_DEPTH} уровней (или список содержит сам себя)")
         if self.nodes > MAX_NODES:
             raise CodecError(f"больше {MAX_NODES} значений в одном ответе")
+        value = _builtin(value)
         kind = type(value)
         if value is None or kind is bool or kind is str:
             return value
@@ -92,6 +95,25 @@ class Encoder:
             return {"function": [self.register_function(value), getattr(value, "__qualname__", "функция")]}
         raise CodecError(f"значение типа {_type_name(value)} не передаётся: нужны простые данные "
                          "(числа, строки, списки, словари, numpy-массивы) или dataclass из задания")
+
+
+_BASES = {  # встроенный тип → как прочитать подкласс его собственными методами (без переопределений)
+    dict: lambda v: dict(dict.items(v)), list: lambda v: list(list.__iter__(v)),
+    tuple: lambda v: tuple(tuple.__iter__(v)), set: lambda v: set(set.__iter__(v)),
+    frozenset: lambda v: frozenset(frozenset.__iter__(v)), str: str.__str__, bytes: lambda v: bytes(memoryview(v)),
+    float: float.__float__, int: int.__index__,
+}
+
+
+def _builtin(value):
+    """Подкласс встроенного типа → значение самого встроенного типа; остальное — как есть."""
+    kind = type(value)
+    if kind in _BASES or kind is bool or kind.__module__ == "numpy" or dataclasses.is_dataclass(kind):
+        return value
+    for base, read in _BASES.items():
+        if isinstance(value, base):
+            return read(value)
+    return value
 
 
 def _sorted(items) -> list:
