@@ -793,6 +793,18 @@ def test_lab5_a_real_bug_loses_points_with_a_message_that_names_it(bug, lab5_fol
         run_check(LAB5, namespace, failing)
 
 
+def test_lab5_a_bug_costs_the_points_of_its_task_only(lab5_folder):
+    """Выдача BM25 сверяется с оценками слушателя, гибрид — с его же rrf: ошибка не наказывается дважды."""
+    scores_bug = LAB5_BUGS["повтор слова в запросе один раз"]
+    namespace = run_until(LAB5, "table", replace={scores_bug[0]: scores_bug[1]})
+    for grade_id in ("top_hidden", "rows_hidden", "table_hidden"):
+        run_check(LAB5, namespace, grade_id)
+    ties_bug = LAB5_BUGS["ничьи по имени ключа"]
+    namespace = run_until(LAB5, "table", replace={ties_bug[0]: ties_bug[1]})
+    for grade_id in ("rows_hidden", "table_hidden"):
+        run_check(LAB5, namespace, grade_id)
+
+
 def test_lab5_verdicts_and_lost_queries_must_follow_the_learners_own_numbers(lab5_folder):
     namespace = run_until(LAB5, "table")
     run_check(LAB5, namespace, "table_hidden")
