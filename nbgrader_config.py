@@ -68,7 +68,7 @@ c.Grading.notebook_timeout = 600  # секунд на весь ноутбук
 c.Grading.memory_mb = 2048  # память ядра слушателя
 c.Grading.output_kb = 2048  # весь вывод ноутбука: текст, картинки, ошибки с трассировками
 # лабораторные, где всё пишут руками: при проверке эталонная библиотека minirag в ядре слушателя недоступна
-c.Grading.no_reference_labs = ["lab01_mini_rag"]
+c.Grading.no_reference_labs = ["lab01_mini_rag", "lab05_bm25_hybrid"]
 # сроки сдачи и опоздания (время сдачи берётся из LMS или из времени файла в папке сдач):
 # c.Grading.due = {"lab01_mini_rag": "2026-10-01 23:59:00+03:00"}
 # c.Grading.extensions = {"lab01_mini_rag": {"petrov": "2026-10-05 23:59:00+03:00"}}  # по id из списка группы

@@ -1,12 +1,16 @@
-"""Ученик нажимает Validate в JupyterLab: расширение nbgrader загружается и проверяет лабораторную.
+"""Ученик открывает JupyterLab курса и нажимает Validate: интерфейс по-русски, расширение nbgrader проверяет лабораторную.
 
-JupyterLab запускается на 127.0.0.1 во временной копии курса, headless Chromium открывает
-лабораторную 1, жмёт кнопку Validate на панели ноутбука и читает окно результатов:
-у нетронутой версии — провал с сообщением, у решения — успех.
+JupyterLab запускается на 127.0.0.1 во временной копии курса (с чистым HOME: своих настроек у
+«ученика» нет), headless Chromium открывает лабораторные, жмёт кнопку Validate на панели ноутбука и
+читает окно результатов: у нетронутой версии — провал с сообщением, у решения — успех (лабораторная
+5 к тому же читает lab05_data.json рядом с ноутбуком). Отдельно: меню JupyterLab по-русски и нет
+вопроса «получать ли официальные новости Jupyter» — так настраивают окружение языковой пакет и
+jupyterlab-settings/ из requirements.txt; снимок меню — _build/screenshots/jupyterlab-russian-menus.png.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -20,6 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "lab01_mini_rag"
+IN_BROWSER = [LAB, "lab05_bm25_hybrid", "lab06_grounded_answers"]  # 5 — данные рядом с ноутбуком, 6 — minirag в ядре
 TOKEN = "minirag-test"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
@@ -36,11 +41,11 @@ def free_port() -> int:
 def jupyterlab(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "labs" / LAB, course / "labs" / LAB)
-    solved = course / "solved"
-    solved.mkdir()
-    shutil.copy(ROOT / "solutions" / LAB / f"{LAB}.ipynb", solved / f"{LAB}.ipynb")
-    shutil.copy(ROOT / "labs" / LAB / "labkit.py", solved / "labkit.py")  # помощники проверок лежат рядом с ноутбуком
+    for lab in IN_BROWSER:
+        shutil.copytree(ROOT / "labs" / lab, course / "labs" / lab)
+        # решённая работа лежит как у слушателя: рядом с ноутбуком — файлы выдачи (labkit.py, данные)
+        shutil.copytree(ROOT / "labs" / lab, course / "solved" / lab)
+        shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "solved" / lab / f"{lab}.ipynb")
     home = tmp_path_factory.mktemp("home")
     port = free_port()
     env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}
@@ -94,12 +99,44 @@ def validate(browser, base: str, path: str, screenshot: str) -> str:
     return text
 
 
-def test_validate_shows_what_is_still_to_do_in_the_untouched_lab(browser, jupyterlab):
-    text = validate(browser, jupyterlab, f"labs/{LAB}/{LAB}.ipynb", "jupyterlab-validate-untouched.png")
+@pytest.mark.parametrize("lab", [LAB, "lab05_bm25_hybrid"])
+def test_validate_shows_what_is_still_to_do_in_the_untouched_lab(browser, jupyterlab, lab):
+    text = validate(browser, jupyterlab, f"labs/{lab}/{lab}.ipynb", f"jupyterlab-validate-untouched-{lab}.png")
     assert "NotImplementedError" in text or "failed" in text.lower(), text[:1000]
     assert "Success" not in text
 
 
-def test_validate_passes_a_solved_lab(browser, jupyterlab):
-    text = validate(browser, jupyterlab, f"solved/{LAB}.ipynb", "jupyterlab-validate-solved.png")
+@pytest.mark.parametrize("lab", IN_BROWSER)
+def test_validate_passes_a_solved_lab(browser, jupyterlab, lab):
+    text = validate(browser, jupyterlab, f"solved/{lab}/{lab}.ipynb", f"jupyterlab-validate-solved-{lab}.png")
     assert "Success" in text and "passes all the tests" in text, text[:1000]
+
+
+def setting(base: str, plugin: str) -> dict:
+    """Действующие настройки расширения JupyterLab: значения по умолчанию с учётом настроек окружения."""
+    with urllib.request.urlopen(f"{base}/lab/api/settings/{plugin}?token={TOKEN}", timeout=30) as reply:
+        data = json.load(reply)
+    values = {key: spec.get("default") for key, spec in data["schema"]["properties"].items()}
+    return {**values, **data.get("settings", {})}
+
+
+def test_jupyterlab_speaks_russian_and_does_not_ask_about_news(browser, jupyterlab):
+    assert setting(jupyterlab, "@jupyterlab/translation-extension:plugin")["locale"] == "ru_RU", (
+        "язык JupyterLab курса по умолчанию — ru_RU: переустанови зависимости (pip install -r requirements.txt), "
+        "настройки ставит пакет из jupyterlab-settings/")
+    news = setting(jupyterlab, "@jupyterlab/apputils-extension:notification")
+    assert news["fetchNews"] == "false" and news["checkForUpdates"] is False, news
+    tab = browser.new_page(viewport={"width": 1400, "height": 900})
+    tab.goto(f"{jupyterlab}/lab/tree/labs/lab05_bm25_hybrid/lab05_bm25_hybrid.ipynb?reset&token={TOKEN}")
+    tab.locator(".jp-NotebookPanel:visible .jp-NotebookPanel-toolbar").wait_for(timeout=90_000)
+    menus = tab.locator("#jp-MainMenu .lm-MenuBar-itemLabel").all_inner_texts()
+    assert {"Файл", "Ядро", "Настройки", "Справка"} <= set(menus), f"меню не по-русски: {menus}"
+    assert tab.evaluate("document.documentElement.lang") == "ru-RU"
+    tab.wait_for_timeout(5_000)  # вопрос о новостях JupyterLab показывает вскоре после загрузки
+    toasts = tab.locator(".Toastify__toast").all_inner_texts()
+    assert not [t for t in toasts if "news" in t.lower() or "новост" in t.lower()], f"JupyterLab спросил о новостях: {toasts}"
+    tab.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text="Файл").click()
+    tab.locator(".lm-Menu:visible").first.wait_for(timeout=10_000)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SCREENSHOTS / "jupyterlab-russian-menus.png"))
+    tab.close()

@@ -11,7 +11,10 @@
   в 150 символов, копию демо-корпуса, документ из одного предложения (лаб. 2), «провал», который
   на деле находится, и примеры из выдуманных слов (лаб. 4) — и не наказывают честную работу:
   косинус, посчитанный циклом, на пороге (лаб. 1), честный отказ, когда найденный чанк нужного
-  документа не содержит ответа (лаб. 2);
+  документа не содержит ответа (лаб. 2); настоящие ошибки в BM25, RRF, проверке ответа и пороге
+  теряют баллы с сообщением, которое их называет, а другие честные реализации — нет (лаб. 5 и 6);
+* данные лабораторной 5 (lab05_data.json) — ровно то, что считает minirag; «ручные» лабораторные не
+  импортируют библиотек, которые пишут руками, и при проверке minirag в их ядре нет;
 * письменный ответ читается только из ноутбука под проверкой, не из соседнего файла (labkit);
 * в текстах и выводе лабораторных числа согласованы с существительными («33 балла»).
 
@@ -39,7 +42,8 @@ if str(ROOT) not in sys.path:  # пакет autograde лежит в корне �
     sys.path.insert(0, str(ROOT))
 if str(ROOT / "solutions") not in sys.path:  # labkit.py — общие помощники проверок, лежат рядом с ноутбуками
     sys.path.insert(0, str(ROOT / "solutions"))
-LABS = ["lab01_mini_rag", "lab02_own_docs", "lab03_k3_vs_k5", "lab04_hash_failures"]
+LABS = ["lab01_mini_rag", "lab02_own_docs", "lab03_k3_vs_k5", "lab04_hash_failures", "lab05_bm25_hybrid",
+        "lab06_grounded_answers"]
 SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 WORK_DIRS = ("submitted", "autograded", "feedback", "grades", "work", "solution", "source_with_tests")
 
@@ -252,12 +256,33 @@ def test_labs_page_states_the_points_of_every_lab():
     assert "python -m autograde check" in page and "Validate" in page and "python -m autograde release" in page
 
 
-def test_lab01_solution_does_not_use_minirag():
-    for cell in solution_nb("lab01_mini_rag")["cells"]:
+# лабораторные «руками»: чего не импортируют их решения и подготовка (то, что слушатель пишет сам)
+BY_HAND = {"lab01_mini_rag": ("minirag",), "lab05_bm25_hybrid": ("minirag", "rank_bm25", "bm25s")}
+
+
+@pytest.mark.parametrize("lab", list(BY_HAND))
+def test_by_hand_labs_import_no_library_they_teach_and_grade_without_minirag(lab):
+    from autograde.course import Course
+
+    assert lab in Course.load(ROOT).settings.no_reference_labs, (
+        f"{lab} — лабораторная «руками»: добавь её в c.Grading.no_reference_labs, чтобы при проверке minirag в ядре не было")
+    banned = "|".join(BY_HAND[lab])
+    for cell in solution_nb(lab)["cells"]:
         meta = nbgrader(cell)
         if meta.get("solution") or (meta.get("locked") and not meta.get("grade")):
-            assert not re.search(r"^\s*(import|from)\s+minirag", source(cell), re.M), (
-                f"lab01: ячейка {meta.get('grade_id')} импортирует minirag, а лабораторная — без библиотеки")
+            assert not re.search(rf"^\s*(import|from)\s+({banned})\b", source(cell), re.M), (
+                f"{lab}: ячейка {meta.get('grade_id')} импортирует {banned}, а лабораторная — без этих библиотек")
+
+
+def test_lab05_data_is_what_minirag_computes():
+    """Чанки, запросы и выдачи косинуса в lab05_data.json не разошлись с библиотекой и демо-корпусом."""
+    import make_lab_data
+
+    stored = json.loads(make_lab_data.LAB05_DATA.read_text(encoding="utf-8"))
+    assert stored == json.loads(json.dumps(make_lab_data.lab05_data())), (
+        "solutions/lab05_bm25_hybrid/lab05_data.json устарел: запусти python solutions/make_lab_data.py, "
+        "затем python -m autograde release lab05_bm25_hybrid")
+    assert make_lab_data.LAB05_DATA.read_text(encoding="utf-8") == make_lab_data.dumps(stored)
 
 
 # ---------- nbgrader autograde ----------
@@ -620,6 +645,284 @@ def test_lab4_checks_reject_a_wrong_fixes_table():
     namespace["FIXES"]["synonym"]["stem"] = not namespace["FIXES"]["synonym"]["stem"]
     with pytest.raises(AssertionError, match="на самом деле"):
         run_check("lab04_hash_failures", namespace, "fixes_hidden")
+
+
+# лаб. 5: BM25 и RRF руками — честные реализации не теряют баллов, настоящие ошибки теряют, с названной причиной
+LAB5 = "lab05_bm25_hybrid"
+LAB5_CHECKS = ("idf_visible", "idf_hidden", "bm25_visible", "bm25_hidden", "top_visible", "top_hidden", "rrf_visible",
+               "rrf_hidden", "rows_visible", "rows_hidden", "table_visible", "table_hidden")
+
+
+@pytest.fixture
+def lab5_folder(monkeypatch):
+    """Ячейки лабораторной 5 читают lab05_data.json из текущей папки, labkit — ноутбук под проверкой."""
+    monkeypatch.chdir(ROOT / "solutions" / LAB5)
+    monkeypatch.setenv("AUTOGRADE_NOTEBOOK", str(ROOT / "solutions" / LAB5 / f"{LAB5}.ipynb"))
+
+
+LAB5_HONEST = {  # numpy вместо циклов, ln как разность логарифмов, argsort вместо sorted, ничьи явным ключом
+    "idf": """
+import numpy as np
+
+
+def okapi_idf(corpus_tokens):
+    vocab = sorted({word for doc in corpus_tokens for word in doc})
+    df = np.array([sum(word in doc for doc in corpus_tokens) for word in vocab], dtype=float)
+    raw = np.log(len(corpus_tokens) - df + 0.5) - np.log(df + 0.5)
+    return dict(zip(vocab, np.where(raw < 0, OKAPI_EPSILON * raw.mean(), raw).tolist()))
+""",
+    "bm25": """
+def bm25_scores(query_tokens, corpus_tokens, k1=K1, b=B):
+    idf = okapi_idf(corpus_tokens)
+    lengths = np.array([len(doc) for doc in corpus_tokens], dtype=float)
+    total = np.zeros(len(corpus_tokens))
+    for word in query_tokens:
+        tf = np.array([doc.count(word) for doc in corpus_tokens], dtype=float)
+        denominator = tf + k1 * (1 - b + b * lengths / lengths.mean())
+        total += idf.get(word, 0.0) * np.divide(tf * (k1 + 1), denominator, out=np.zeros_like(tf), where=tf > 0)
+    return total
+""",
+    "top": """
+def bm25_top(query, n=CANDIDATES):
+    scores = np.asarray(bm25_scores(tokenize(query), CHUNK_TOKENS))
+    order = np.argsort(-scores, kind="stable")
+    return [KEYS[i] for i in order if scores[i] > 0][:n]
+""",
+    "fusion": """
+def rrf(rankings, rank_constant=RANK_CONSTANT):
+    first, total = {}, {}
+    for ranking in rankings:
+        for position, key in enumerate(ranking):
+            first.setdefault(key, len(first))
+            total[key] = total.get(key, 0) + 1 / (rank_constant + position + 1)
+    return [(key, total[key]) for key in sorted(total, key=lambda key: (-total[key], first[key]))]
+""",
+}
+
+
+def test_lab5_honest_numpy_and_loop_variants_earn_every_point(lab5_folder):
+    namespace = run_until(LAB5, "table", replace=LAB5_HONEST)
+    for grade_id in LAB5_CHECKS:
+        run_check(LAB5, namespace, grade_id)
+
+
+_IDF_HEAD = """
+def okapi_idf(corpus_tokens):
+    n_docs = len(corpus_tokens)
+    df = {}
+    for doc in corpus_tokens:
+        for word in set(doc):
+            df[word] = df.get(word, 0) + 1
+    raw = {w: math.log((n_docs - n + 0.5) / (n + 0.5)) for w, n in df.items()}
+"""
+_BM25 = """
+def bm25_scores(query_tokens, corpus_tokens, k1=K1, b=B):
+    idf = okapi_idf(corpus_tokens)
+    avgdl = sum(len(d) for d in corpus_tokens) / len(corpus_tokens)
+    out = []
+    for doc in corpus_tokens:
+        norm = k1 * (1 - b + b * len(doc) / avgdl)
+        out.append(sum(idf[t] * doc.count(t) * (k1 + 1) / (doc.count(t) + norm) for t in query_tokens if t in doc))
+    return out
+"""
+_TOP = """
+def bm25_top(query, n=CANDIDATES):
+    scores = bm25_scores(tokenize(query), CHUNK_TOKENS)
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    return [KEYS[i] for i in order if scores[i] > 0][:n]
+"""
+_RRF = """
+def rrf(rankings, rank_constant=RANK_CONSTANT):
+    scores = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (rank_constant + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])
+"""
+LAB5_BUGS = {  # ошибка → (ячейка, код, тест, который её ловит, кусок сообщения)
+    "отрицательный idf оставлен": ("idf", _IDF_HEAD + "    return raw\n", "idf_hidden", "0.25 · среднее idf"),
+    "отрицательный idf обнулён": ("idf", _IDF_HEAD + "    return {w: max(0.0, v) for w, v in raw.items()}\n",
+                                  "idf_visible", "включая отрицательный idf"),
+    "среднее без отрицательных": ("idf", _IDF_HEAD + """
+    positive = [v for v in raw.values() if v >= 0] or [0.0]
+    floor = OKAPI_EPSILON * sum(positive) / len(positive)
+    return {w: floor if v < 0 else v for w, v in raw.items()}
+""", "idf_hidden", "среднее idf всех слов"),
+    "без множителя k1 + 1": ("bm25", _BM25.replace(" * (k1 + 1)", ""), "bm25_hidden", "нет множителя (k1 + 1)"),
+    "повтор слова в запросе один раз": ("bm25", _BM25.replace("for t in query_tokens", "for t in set(query_tokens)"),
+                                        "bm25_hidden", "повтор слова в запросе посчитан один раз"),
+    "avgdl без пустых документов": ("bm25", _BM25.replace(
+        "sum(len(d) for d in corpus_tokens) / len(corpus_tokens)",
+        "sum(len(d) for d in corpus_tokens) / sum(1 for d in corpus_tokens if d)"), "bm25_hidden", "avgdl = сумма длин / N"),
+    "чанки с нулевой оценкой": ("top", _TOP.replace(" if scores[i] > 0", ""), "top_hidden", "только оценка > 0"),
+    "ничьи в обратном порядке": ("top", _TOP.replace("(-scores[i], i)", "(-scores[i], -i)"), "top_hidden",
+                                 "раньше в CHUNKS"),
+    "места с 0": ("fusion", _RRF.replace("enumerate(ranking, start=1)", "enumerate(ranking)"), "rrf_visible",
+                  "места считаются с 1"),
+    "слияние по doc_id": ("fusion", _RRF.replace("scores[key] = scores.get(key, 0.0)", "scores[key[0], 1] = scores.get((key[0], 1), 0.0)"),
+                          "rrf_hidden", "ключ (doc_id, chunk_id) целиком"),
+    "ничьи по имени ключа": ("fusion", _RRF.replace("key=lambda item: -item[1]", "key=lambda item: (-item[1], item[0])"),
+                             "rrf_hidden", "раньше встретился"),
+    "импорт rank_bm25": ("idf", "from rank_bm25 import BM25Okapi\n\n\ndef okapi_idf(corpus_tokens):\n"
+                                "    return dict(BM25Okapi(corpus_tokens).idf)\n", "idf_visible", "импорт того, что здесь пишут руками (ячейка idf: rank_bm25)"),
+}
+
+
+@pytest.mark.parametrize("bug", list(LAB5_BUGS))
+def test_lab5_a_real_bug_loses_points_with_a_message_that_names_it(bug, lab5_folder, tmp_path, monkeypatch):
+    grade_id, code, failing, message = LAB5_BUGS[bug]
+    if "import" in code:  # запрет проверяется по тексту ноутбука под проверкой: запишем его с этой ячейкой
+        notebook = solution_nb(LAB5)
+        for cell in notebook["cells"]:
+            if nbgrader(cell).get("grade_id") == grade_id:
+                cell["source"] = code
+        path = tmp_path / f"{LAB5}.ipynb"
+        path.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+        monkeypatch.setenv("AUTOGRADE_NOTEBOOK", str(path))
+    namespace = run_until(LAB5, "table", replace={grade_id: code})
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        run_check(LAB5, namespace, failing)
+
+
+def test_lab5_a_bug_costs_the_points_of_its_task_only(lab5_folder):
+    """Выдача BM25 сверяется с оценками слушателя, гибрид — с его же rrf: ошибка не наказывается дважды."""
+    scores_bug = LAB5_BUGS["повтор слова в запросе один раз"]
+    namespace = run_until(LAB5, "table", replace={scores_bug[0]: scores_bug[1]})
+    for grade_id in ("top_hidden", "rows_hidden", "table_hidden"):
+        run_check(LAB5, namespace, grade_id)
+    ties_bug = LAB5_BUGS["ничьи по имени ключа"]
+    namespace = run_until(LAB5, "table", replace={ties_bug[0]: ties_bug[1]})
+    for grade_id in ("rows_hidden", "table_hidden"):
+        run_check(LAB5, namespace, grade_id)
+
+
+def test_lab5_verdicts_and_lost_queries_must_follow_the_learners_own_numbers(lab5_folder):
+    namespace = run_until(LAB5, "table")
+    run_check(LAB5, namespace, "table_hidden")
+    assert "worse" in namespace["VERDICT"].values()
+    namespace["VERDICT"] = {category: "same" for category in namespace["VERDICT"]}
+    with pytest.raises(AssertionError, match="не следует из твоих чисел"):
+        run_check(LAB5, namespace, "table_hidden")
+    namespace = run_until(LAB5, "table")
+    namespace["LOST"] = namespace["LOST"][1:]
+    with pytest.raises(AssertionError, match="LOST — запросы, где по твоим ROWS BM25 попал"):
+        run_check(LAB5, namespace, "table_hidden")
+
+
+def test_lab5_the_rules_hidden_tests_enforce_are_stated_in_the_tasks():
+    tasks = "\n".join(source(c) for c in solution_nb(LAB5)["cells"] if c["cell_type"] == "markdown")
+    for rule in ("ln((N − n + 0.5) / (n + 0.5))", "OKAPI_EPSILON · среднее", "остаётся с нулём", "(k1 + 1)",
+                 "дважды", "пустые документы тоже считаются", "больше 0", "раньше тот чанк", "с 1", "по имени",
+                 "раньше встретился", "rank_constant", "1e-9", "BANNED"):
+        assert rule in tasks, f"правило «{rule}» проверяется тестами лабораторной 5, но не написано в заданиях"
+
+
+# лаб. 6: проверка ответа по источникам и порог отказа
+LAB6 = "lab06_grounded_answers"
+LAB6_CHECKS = ("claims_visible", "claims_hidden", "check_visible", "check_hidden_adversarial", "check_hidden_random",
+               "calibrate_visible", "calibrate_hidden", "gate_visible", "gate_hidden")
+LAB6_HONEST = {  # свой разбор ссылок через finditer, порог — ровно ближайшая оценка с ответом (другое прочтение)
+    "check": """
+def check_answer(answer, hits, threshold):
+    found = claims(answer)
+    links = lambda text: [int(n) for m in CITATION_RE.finditer(text) for n in m.group(1).split(",")]
+    unknown = tuple(sorted(set(n for n in links(answer) if n < 1 or n > len(hits))))
+    uncited = tuple(c for c in found if not links(c))
+    unsupported = []
+    for claim in found:
+        if not links(claim):
+            continue
+        sources = [hits[n - 1].text for n in links(claim) if 1 <= n <= len(hits)]
+        for m in NUMBER_RE.finditer(CITATION_RE.sub("|", claim)):
+            if not any(re.search(rf"(?<!\\d){m.group()}(?!\\d)", text) for text in sources) and m.group() not in unsupported:
+                unsupported.append(m.group())
+    refused = not found and any(line.strip() for line in answer.splitlines())
+    passed = [hit for hit in hits if hit.score >= threshold - SCORE_TOLERANCE]
+    missing, wrong = not passed and not refused, refused and bool(passed)
+    ok = not (unknown or uncited or unsupported or missing or wrong) and (bool(found) or refused)
+    return AnswerReport(ok, unknown, uncited, tuple(unsupported), refused, missing, wrong)
+""",
+    "calibrate": """
+def calibrate(answerable_best, unanswerable_best):
+    top = max(unanswerable_best, default=float("-inf"))
+    above = sorted(s for s in answerable_best if s > top)
+    if above:
+        return float(above[0])
+    return top + 0.5 if unanswerable_best else 0.0
+""",
+}
+
+
+def test_lab6_other_honest_readings_earn_every_point():
+    namespace = run_until(LAB6, "gate", replace=LAB6_HONEST)
+    for grade_id in LAB6_CHECKS:
+        run_check(LAB6, namespace, grade_id)
+
+
+def _lab6_cell(grade_id: str, old: str, new: str) -> str:
+    code = lab_cells(LAB6)[grade_id]
+    assert old in code, f"в ячейке {grade_id} нет «{old}»"
+    return code.replace(old, new)
+
+
+LAB6_BUGS = {
+    "без разбиения по строкам": ("claims", "for line in answer.splitlines():", "for line in [answer]:",
+                                 "check_hidden_adversarial", "список с одной строкой без ссылки"),
+    "оторванная ссылка не приклеена": ("claims", "if pieces and re.fullmatch", "if False and re.fullmatch",
+                                       "check_hidden_adversarial", "ссылка после последней точки"),
+    "число ищется подстрокой": ("check", "if number not in known and",
+                                "if number not in ' '.join(hits[n - 1].text for n in cited) and",
+                                "check_hidden_adversarial", "2 500 — два числа"),
+    "число сверяется со всеми источниками": ("check", 'hits[n - 1].text for n in cited', 'h.text for h in hits',
+                                             "check_hidden_adversarial", "ссылка не на тот источник"),
+    "номер ссылки считается числом": ("check", 'NUMBER_RE.findall(CITATION_RE.sub(" ", claim))', "NUMBER_RE.findall(claim)",
+                                      "check_hidden_adversarial", "число изменено на одну цифру"),
+    "порог без допуска": ("check", "hit.score >= threshold - SCORE_TOLERANCE", "hit.score >= threshold",
+                          "check_hidden_adversarial", "оценка на пороге"),
+    "лишний отказ не замечен": ("check", "refused and not required", "False",
+                                "check_hidden_adversarial", "отказ, хотя источник прошёл порог"),
+    "отказ другими словами засчитан": ("check", "refused = not found and bool(pieces)",
+                                       "refused = not found and bool(pieces) or 'ничего не' in answer",
+                                       "check_hidden_adversarial", "отказ другими словами"),
+    "порог как в книге, с запасом 0.01": ("calibrate", "return (top + min(above)) / 2 if above else top + 0.01",
+                                          "return top + 0.01", "calibrate_hidden", "порог выше, чем нужно"),
+    "ворота без допуска": ("gate", "s < threshold - SCORE_TOLERANCE", "s < threshold", "gate_hidden",
+                           "в пределах допуска"),
+}
+
+
+@pytest.mark.parametrize("bug", list(LAB6_BUGS))
+def test_lab6_a_real_bug_loses_points_with_a_message_that_names_it(bug):
+    grade_id, old, new, failing, message = LAB6_BUGS[bug]
+    namespace = run_until(LAB6, "gate", replace={grade_id: _lab6_cell(grade_id, old, new)})
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        run_check(LAB6, namespace, failing)
+
+
+def test_lab6_the_rules_hidden_tests_enforce_are_stated_in_the_tasks():
+    tasks = "\n".join(source(c) for c in solution_nb(LAB6)["cells"] if c["cell_type"] == "markdown")
+    for rule in ("по строкам", "приклей его через пробел", "без учёта регистра", "целиком (как строка)",
+                 "«2» и «500»", "существующего", "это же", "без повторов", "score ≥ threshold − SCORE_TOLERANCE",
+                 "пустой `hits` — тоже", "Пустой ответ — не `ok`", "Смотрим только",
+                 "каждому", "не выше, чем нужно", "отличаются хотя бы на 1e-4", "`None`"):
+        assert rule in tasks, f"правило «{rule}» проверяется тестами лабораторной 6, но не написано в заданиях"
+
+
+def test_labkit_finds_imports_in_the_learners_cells_only(tmp_path, monkeypatch):
+    import labkit
+
+    notebook = solution_nb(LAB5)
+    for cell in notebook["cells"]:
+        if nbgrader(cell).get("grade_id") == "bm25":
+            cell["source"] = "%timeit 1\nimport rank_bm25 as rb\nbm = __import__('bm25s')\n"
+    notebook["cells"].append({"cell_type": "code", "metadata": {}, "source": "from minirag.bm25 import BM25", "outputs": [],
+                              "execution_count": None})
+    path = tmp_path / f"{LAB5}.ipynb"
+    path.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setenv("AUTOGRADE_NOTEBOOK", str(path))
+    found = labkit.imports_of("bm25", ("minirag", "rank_bm25", "bm25s"))
+    assert found == ["ячейка bm25: rank_bm25", "ячейка bm25: bm25s", f"твоя ячейка №{len(notebook['cells'])}: minirag.bm25"]
+    assert labkit.imports_of("bm25", ("numpy",)) == []  # подготовка и тесты (заблокированные ячейки) не смотрятся
 
 
 # ---------- labkit: письменный ответ — только из ноутбука под проверкой ----------

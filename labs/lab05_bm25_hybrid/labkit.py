@@ -1,0 +1,197 @@
+"""labkit — общие помощники проверок лабораторных курса «Мини-RAG руками».
+
+Файл лежит рядом с каждым ноутбуком лабораторной (в solutions/ — ссылка на один общий файл,
+в labs/ его копирует выдача). Проверки импортируют его так: ``import labkit``.
+
+* ``written_answer(grade_id)`` — текст письменного ответа из файла ноутбука, который проверяют;
+* ``check_written(grade_id, title)`` — проверка «ответ написан, не короче 40 слов» (1 балл);
+* ``first_difference(expected, got)`` — где два списка впервые расходятся, с соседями: для сообщений;
+* ``short(value)`` — значение для сообщения, не длиннее лимита (с «…»);
+* ``imports_of(grade_id, modules)`` — какие из ``modules`` импортируют ячейки слушателя (лабораторные «руками»).
+
+Модуль ничего не делает при импорте и не импортирует minirag заранее: в лабораторной 1
+библиотеки в ядре слушателя нет. Ответ ищется только в одном файле — в ноутбуке под проверкой:
+переменная окружения ``AUTOGRADE_NOTEBOOK`` (её ставит проверка), иначе ноутбук, открытый в
+JupyterLab (``JPY_SESSION_NAME``), если он лежит в текущей папке, иначе единственный ноутбук текущей
+папки с этой ячейкой ответа (``<лабораторная>.ipynb``). Если таких ноутбуков несколько (рядом лежит
+``lab01_mini_rag-Copy1.ipynb``), проверка не гадает, а просит назвать файл: соседа она не читает.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from pathlib import Path
+
+STUB = "ТВОЙ ОТВЕТ ЗДЕСЬ"  # начало заготовки письменного ответа (ClearSolutions.text_stub)
+MIN_WORDS = 40
+_WORD_RE = re.compile(r"[A-Za-zА-Яа-яЁё0-9]+")
+
+
+def _plural(n: int, one: str, few: str, many: str) -> str:
+    from minirag import plural  # только в проверках: в ядре лабораторной 1 minirag нет
+
+    return plural(n, one, few, many)
+
+
+def notebook_under_check(grade_id: str) -> Path:
+    """Путь к ноутбуку, который сейчас проверяют (см. описание модуля); ошибка, если его не узнать.
+
+    Пример: ``notebook_under_check("why_cosine")`` → ``PosixPath('.../lab01_mini_rag.ipynb')``.
+    """
+    here = Path.cwd()
+    named = os.environ.get("AUTOGRADE_NOTEBOOK", "").strip()
+    if named:
+        path = Path(named) if Path(named).is_absolute() else here / named
+        if not path.is_file():
+            raise AssertionError(f"Проверка назвала ноутбук {named}, но такого файла нет.")
+        return path
+    session = os.environ.get("JPY_SESSION_NAME", "").strip()
+    if session.endswith(".ipynb"):
+        path = Path(session) if Path(session).is_absolute() else here / Path(session).name
+        if path.is_file() and path.resolve().parent == here.resolve():
+            return path
+    # ни проверка, ни JupyterLab не сказали, какой это файл: годится только единственный ноутбук
+    # папки с этой ячейкой ответа — <лабораторная>.ipynb; если их несколько, гадать нельзя
+    candidates = sorted(p for p in here.glob("*.ipynb") if _find_cell(p, grade_id) is not None)
+    if len(candidates) == 1:
+        return candidates[0]
+    if candidates:
+        raise AssertionError(
+            f"В папке {here} несколько ноутбуков с ячейкой ответа {grade_id!r}: "
+            f"{', '.join(p.name for p in candidates)}. Непонятно, какой из них проверять: оставь в папке один "
+            "ноутбук лабораторной или проверь нужный командой python -m autograde check <файл>.")
+    raise AssertionError(
+        f"В папке {here} нет ноутбука с ячейкой ответа {grade_id!r}. Не удаляй ячейку ответа, сохрани ноутбук "
+        "(Ctrl+S) и запускай проверку из папки лабораторной.")
+
+
+def _find_cell(path: Path, grade_id: str) -> str | None:
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            source = cell.get("source", "")
+            return "".join(source) if isinstance(source, list) else str(source)
+    return None
+
+
+def written_answer(grade_id: str) -> str:
+    """Текст markdown-ячейки ответа ``grade_id`` из сохранённого файла ноутбука под проверкой.
+
+    Пример: ``written_answer("why_cosine")`` → ``'Косинус сравнивает направления…'``.
+    """
+    path = notebook_under_check(grade_id)
+    text = _find_cell(path, grade_id)
+    if text is None:
+        raise AssertionError(
+            f"В ноутбуке {path.name} нет ячейки ответа {grade_id!r}. Не удаляй ячейку ответа; "
+            "сохрани ноутбук (Ctrl+S) и запусти проверку снова."
+        )
+    return text
+
+
+def check_written(grade_id: str, title: str, min_words: int = MIN_WORDS) -> None:
+    """Проверить, что письменный ответ написан (не заготовка, не короче min_words слов), и напечатать итог.
+
+    Ничего не возвращает: число в выводе ячейки с тестом nbgrader принял бы за частичный балл.
+    Пример: ``check_written("why_cosine", "Почему косинус")`` печатает «Ответ «Почему косинус» на месте: 57 слов…».
+    """
+    text = written_answer(grade_id)
+    words = len(_WORD_RE.findall(text))
+    assert STUB not in text, (
+        f"Ответ «{title}» ещё не написан: в ячейке ответа осталась заготовка «{STUB}». "
+        "Замени её своим текстом, сохрани ноутбук (Ctrl+S) и запусти эту ячейку снова."
+    )
+    assert words >= min_words, (
+        f"Ответ «{title}» слишком короткий: {_plural(words, 'слово', 'слова', 'слов')}, нужно хотя бы "
+        f"{min_words}. Объясни своими словами и приведи пример; сохрани ноутбук (Ctrl+S) и запусти эту ячейку снова."
+    )
+    print(f"Ответ «{title}» на месте: {_plural(words, 'слово', 'слова', 'слов')}. Содержание оценит преподаватель.")
+
+
+def short(value, limit: int = 160) -> str:
+    """``repr`` значения (строку — в кавычках «»), не длиннее ``limit`` символов: хвост заменяется на «…».
+
+    Пример: ``short("Кот спит.")`` → ``'«Кот спит.»'``.
+    """
+    text = f"«{value}»" if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def first_difference(expected, got, show=short, context: int = 1) -> str:
+    """Где списки впервые расходятся: номер места (с 0), что ждали и что пришло, соседи до и после.
+
+    Пример: ``first_difference([1, 2, 3], [1, 5, 3])`` →
+    ``'первое расхождение — место 1 (счёт с 0): ждали 2, получено 5; перед ним совпало: 1'``.
+    """
+    expected, got = list(expected), list(got)
+    i = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
+    if i == len(expected) == len(got):
+        return "списки совпадают"
+
+    def at(items, j):
+        return show(items[j]) if j < len(items) else "ничего (список кончился)"
+
+    parts = [f"первое расхождение — место {i} (счёт с 0): ждали {at(expected, i)}, получено {at(got, i)}"]
+    before = expected[max(0, i - context):i]
+    if before:
+        parts.append("перед ним совпало: " + ", ".join(show(x) for x in before))
+    after_e, after_g = expected[i + 1:i + 1 + context], got[i + 1:i + 1 + context]
+    if after_e or after_g:
+        parts.append("дальше ждали: " + (", ".join(show(x) for x in after_e) or "ничего")
+                     + "; дальше получено: " + (", ".join(show(x) for x in after_g) or "ничего"))
+    if len(expected) != len(got):
+        parts.append(f"всего ждали {len(expected)}, получено {len(got)}")
+    return "; ".join(parts)
+
+
+def _imported(tree: ast.AST) -> list[str]:
+    """Имена модулей из import, from … import, __import__("…") и importlib.import_module("…")."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if called in ("__import__", "import_module"):
+                names.append(node.args[0].value)
+    return names
+
+
+def imports_of(grade_id: str, modules) -> list[str]:
+    """Где ячейки слушателя (решения и добавленные им) импортируют модули ``modules``: «ячейка bm25: rank_bm25».
+
+    Ноутбук — тот, что под проверкой (как у ``written_answer``; ``grade_id`` — любая ячейка решения).
+    Заблокированные ячейки преподавателя (подготовка, тесты) не смотрятся; строки-магии Jupyter
+    (``%…``, ``!…``) пропускаются, ячейка с синтаксической ошибкой — тоже (её поймают другие тесты).
+    Пример: ``imports_of("bm25", ["rank_bm25"])`` → ``['ячейка bm25: rank_bm25']``.
+    """
+    path = notebook_under_check(grade_id)
+    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    roots = set(modules)
+    found = []
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("locked") and not meta.get("solution"):
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        where = f"ячейка {meta['grade_id']}" if meta.get("grade_id") else f"твоя ячейка №{number}"
+        found += [f"{where}: {name}" for name in _imported(tree) if name.split(".")[0] in roots]
+    return found
