@@ -188,11 +188,18 @@ def article(soup: BeautifulSoup):
 
 
 def prose_text(soup: BeautifulSoup) -> str:
-    """Текст страницы без кода, выходов ячеек и отрисованных формул: то, что читают как прозу."""
+    """Текст страницы без кода, выходов ячеек и отрисованных формул: то, что читают как прозу.
+
+    Пробелы схлопнуты, как их показывает браузер: get_text(" ") ставит пробел на каждой границе
+    элементов, и «из {glue}» иначе превращается в «из  4» с двумя пробелами. Ячейки таблиц разделены
+    «|», чтобы число одной колонки не читалось вместе со словом следующей.
+    """
     main = BeautifulSoup(str(article(soup)), "html.parser")
     for node in main.select("pre, code, .cell_input, .cell_output, .math, script, .headerlink"):
         node.decompose()
-    return main.get_text(" ")
+    for cell in main.select("td, th"):
+        cell.append(" | ")
+    return re.sub(r"\s+", " ", main.get_text(" "))
 
 
 @pytest.mark.slow
