@@ -49,6 +49,7 @@ from .worker import Context, Outcome, Task, grade
 
 LOCAL = re.compile(r"local:(\d+)")
 CONNECT_TIMEOUT = 10  # секунд на подключение к планировщику
+LOCAL_START_TIMEOUT = 300  # секунд на запуск хотя бы одного работника local:N
 LOCAL_ALLOWED_FAILURES = 1  # у local:N работа, уронившая двух работников, — ошибка (как в пуле)
 PACKAGES = ("numpy", "nbformat", "nbconvert", "nbgrader", "ipykernel", "jupyter_client", "nh3")
 SLOTS = 32  # uid песочницы различает 32 слота на процесс-работник (sandbox/launch.py)
@@ -82,8 +83,9 @@ class Cluster:
                 if int(local.group(1)) < 1:
                     raise CourseError("--cluster local:N: N должно быть не меньше 1.")
                 with dask.config.set({"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}):
-                    self.local = LocalCluster(n_workers=int(local.group(1)), threads_per_worker=1, processes=True,
-                                              host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+                    self.local = LocalCluster(n_workers=0, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                              dashboard_address=None, silence_logs=logging.ERROR)
+                self.local.scale(int(local.group(1)))  # не ждём: работники запускаются, пока идёт приём сдач
                 self.client = Client(self.local, timeout=CONNECT_TIMEOUT)
             elif "://" in address:
                 self.client = Client(address, timeout=CONNECT_TIMEOUT)
@@ -103,6 +105,11 @@ class Cluster:
         from distributed.client import FutureCancelledError
         from distributed.scheduler import KilledWorker
 
+        if self.local is not None:
+            try:
+                self.client.wait_for_workers(1, timeout=LOCAL_START_TIMEOUT)
+            except TimeoutError:
+                raise CourseError(f"работники {self.address} не запустились за {LOCAL_START_TIMEOUT} с.") from None
         run = uuid.uuid4().hex[:12]
         plugin = f"autograde-{run}"
         self.client.register_plugin(_Lab(run, context, fingerprint()), name=plugin)
@@ -252,17 +259,19 @@ def _local_secrets() -> list[Path]:
 def _slot() -> int:
     """Свободный на этой машине слот песочницы: блокировку файла держим, пока жив процесс-работник."""
     if not _SLOT:
-        folder = Path(tempfile.gettempdir()) / "autograde-slots"
-        folder.mkdir(mode=0o700, exist_ok=True)
-        for slot in range(SLOTS):
-            handle = open(folder / str(slot), "w")  # noqa: SIM115 — держим открытым до конца процесса
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            _SLOT[:] = [slot, handle]
-            break
-        else:
-            _SLOT[:] = [os.getpid() % SLOTS, None]  # больше 32 работников на узле: слот по pid
+        _SLOT[:] = [os.getpid() % SLOTS, None]  # запасной: больше 32 работников на узле или папка недоступна
+        folder = Path(tempfile.gettempdir()) / f"autograde-slots-{os.getuid()}"
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            for slot in range(SLOTS):
+                handle = open(folder / str(slot), "w")  # noqa: SIM115 — держим открытым до конца процесса
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.close()
+                    continue
+                _SLOT[:] = [slot, handle]
+                break
+        except OSError:
+            pass
     return _SLOT[0]

@@ -6,9 +6,9 @@
 разом, становится строкой с ошибкой; мёртвый адрес планировщика — код 2 и одна строка по-русски;
 работник без bubblewrap отказывается проверять (код 3), ничего не записав.
 
-Планировщик и работники слушают только 127.0.0.1 и ограничены сами: планировщик выключается
-после простоя (``--idle-timeout``), работники — без планировщика (``--death-timeout``); в конце
-модуля их группа процессов останавливается.
+Планировщик и работники (tests/dask_processes.py) слушают только 127.0.0.1 и ограничены сами:
+планировщик выключается после простоя, работники — без планировщика; в конце их группы процессов
+останавливаются.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import autograde_class as ac
 import pytest
+from dask_processes import scheduler_with_workers
 from grading import LIMITS, ROOT, cli, free_port, read_csv, sandbox_problem, sandbox_processes
 
 LAB = ac.LAB
@@ -55,42 +56,6 @@ def mixed(lab, tmp_path_factory):
     assert {sid: row["status"] for sid, row in rows.items()} == {c.student_id: c.status for c in cases}
     assert rows["full"]["score"] == "33" and rows["untouched"]["score"] == "0"
     return {"tmp": tmp, "submissions": submissions, "csv": csv, "cases": cases}
-
-
-def dask(*args: str, env: dict | None = None, log: Path) -> subprocess.Popen:
-    """``python -m dask ...`` в своей группе процессов (её и остановим); работники видят autograde из ROOT."""
-    environment = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    environment.update({"PYTHONPATH": str(ROOT), "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}, **(env or {}))
-    with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=ROOT, env=environment, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-
-
-@contextlib.contextmanager
-def scheduler_with_workers(tmp: Path, workers: int, env: dict | None = None):
-    """Отдельно запущенные ``dask scheduler`` и ``dask worker --nworkers N --nthreads 1`` на 127.0.0.1."""
-    from distributed import Client
-
-    address = f"tcp://127.0.0.1:{free_port()}"
-    port = address.rsplit(":", 1)[1]
-    processes = [dask("scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard", "--idle-timeout", "600",
-                      log=tmp / "scheduler.log")]
-    try:
-        processes.append(dask("worker", address, "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard",
-                              "--host", "127.0.0.1", "--death-timeout", "60", env=env, log=tmp / "workers.log"))
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(workers, timeout=120)
-        yield address
-    finally:
-        for process in reversed(processes):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in reversed(processes):
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
 
 
 @pytest.fixture(scope="module")
