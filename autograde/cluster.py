@@ -75,7 +75,6 @@ class Cluster:
         import dask
         from distributed import Client, LocalCluster
 
-        logging.getLogger("distributed").setLevel(logging.ERROR)  # журнал Dask — не для терминала преподавателя
         self.address, self.local, self.graded_by = address, None, Counter()
         local = LOCAL.fullmatch(address)
         try:
@@ -84,7 +83,7 @@ class Cluster:
                     raise CourseError("--cluster local:N: N должно быть не меньше 1.")
                 with dask.config.set({"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}):
                     self.local = LocalCluster(n_workers=0, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                              dashboard_address=None, silence_logs=logging.ERROR)
+                                              dashboard_address=None, silence_logs=logging.CRITICAL)
                 self.local.scale(int(local.group(1)))  # не ждём: работники запускаются, пока идёт приём сдач
                 self.client = Client(self.local, timeout=CONNECT_TIMEOUT)
             elif "://" in address:
@@ -96,6 +95,9 @@ class Cluster:
             self.close()
             raise CourseError(f"планировщик Dask {address} недоступен ({exc}): запустите его (dask scheduler) "
                               "или исправьте адрес в --cluster; ничего не проверено.") from None
+        # журнал Dask (переподключения, трассировки при закрытии) — не для терминала: что случилось, скажем сами
+        for handler in logging.getLogger("distributed").handlers:
+            handler.setLevel(logging.CRITICAL)
 
     def outcomes(self, tasks: list[Task], context: Context) -> Iterator[tuple[Task, Outcome | str]]:
         """Пары (задача, итог или текст сбоя) по мере готовности; сбой проверки одной работы — текст."""
@@ -135,7 +137,7 @@ class Cluster:
                     times = plural(exc.allowed_failures + 1, "раз", "раза", "раз")
                     outcome = f"процесс проверки падал на этой работе {times} подряд, на разных работниках кластера"
                 except FutureCancelledError as exc:
-                    raise CourseError(f"связь с кластером Dask {self.address} потеряна ({exc}): запустите "
+                    raise CourseError(f"связь с кластером Dask {self.address} потеряна ({exc.reason}): запустите "
                                       "проверку снова — готовое не потеряется.") from None
                 except Exception as exc:  # noqa: BLE001 — сбой проверки одной работы: остальные идут дальше
                     outcome = f"{type(exc).__name__}: {exc}"
