@@ -194,10 +194,13 @@ class Lab:
     def feedback(self, key: str) -> Path:
         return self.course.feedback_dir / key / self.name
 
-    def release_files(self) -> dict[str, Path]:
-        """Файлы задания рядом с ноутбуком (данные, помощники), кроме ноутбуков."""
+    def release_files(self) -> dict[str, bytes]:
+        """Файлы задания рядом с ноутбуком (данные, помощники), кроме ноутбуков: имя → содержимое.
+
+        Содержимое, а не путь: работнику на другой машине (``--cluster``) пути этого каталога ни к чему.
+        """
         folder = self.release_notebook.parent
-        return {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*"))
+        return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
                 if p.is_file() and not p.is_symlink() and p.suffix != ".ipynb" and ".ipynb_checkpoints" not in p.parts
                 and "__pycache__" not in p.parts}
 

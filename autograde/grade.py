@@ -4,16 +4,19 @@
    id из сдачи сводится к слушателю по списку группы (roster.py);
 2. для каждого слушателя — самая новая версия по времени сдачи LMS; проверяется то, что
    изменилось с прошлого раза (работа, задание, лимиты, срок): ключ итога — хеш всего этого;
-3. работники (pool.py → worker.py) исполняют ноутбук: ядро слушателя и судья — каждый в своей
-   песочнице; возвращают итог, очищенный ноутбук и отзыв;
+3. работники (pool.py на этой машине или cluster.py на кластере Dask → worker.py) исполняют
+   ноутбук: ядро слушателя и судья — каждый в своей песочнице; возвращают итог, очищенный
+   ноутбук и отзыв;
 4. главный процесс — единственный, кто пишет: проверенный ноутбук для formgrader, отзыв, базу
    оценок, итог (последним, атомарно), CSV и сводку.
 
 Код выхода 0 — группа проверена, как бы ни написали слушатели; 2 — не работает сама проверка
-(нет лабораторной, нет nbgrader_config.py, нет папки сдач); 3 — нет песочницы (см. --no-sandbox).
+(нет лабораторной, нет nbgrader_config.py, нет папки сдач, недоступен кластер); 3 — нет песочницы
+(см. --no-sandbox; с --cluster её проверяет каждый работник).
 
 Пример:
     python -m autograde grade lab01_mini_rag --submissions ~/downloads/lab01.zip --workers 2
+    python -m autograde grade lab01_mini_rag --submissions ~/downloads/lab01.zip --cluster tcp://head:8786
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import fcntl
+import functools
 import os
 import sys
 from pathlib import Path
@@ -44,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "то, что уже принято: после исправления тестов или списка группы)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="сколько работ проверять одновременно (по умолчанию — число ядер)")
+    parser.add_argument("--cluster", metavar="АДРЕС",
+                        help="проверять на кластере Dask: tcp://host:8786 (запущенный планировщик) или local:N "
+                             "(N процессов на этой машине); --workers тогда не нужен (autograde/README.md)")
     for flag, kind, help_text in (("--cell-timeout", float, "лимит на ячейку, секунд"),
                                   ("--timeout", float, "лимит на весь ноутбук, секунд"),
                                   ("--memory", int, "лимит памяти, МБ")):
@@ -69,13 +76,26 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise CourseError("--workers должно быть не меньше 1.")
     sandboxed = not args.no_sandbox
-    problem = check_sandbox(course.secrets()) if sandboxed else None
+    problem = check_sandbox(course.secrets()) if sandboxed and not args.cluster else None  # кластер: у работников
     if problem:
         print(f"Проверка не начата: {problem}", file=sys.stderr)
         return 3
     if not sandboxed:
         print("ВНИМАНИЕ: --no-sandbox — код слушателей исполняется с вашими правами, с доступом к вашим файлам "
               "и сети. Это будет отмечено в отчёте.", file=sys.stderr)
+    engine = None
+    if args.cluster:
+        from .cluster import Cluster
+
+        engine = Cluster(args.cluster)  # недоступен — CourseError, код 2, до всякой записи
+    try:
+        return _run(args, course, lab, sandboxed, engine)
+    finally:
+        if engine is not None:
+            engine.close()
+
+
+def _run(args, course, lab, sandboxed: bool, engine) -> int:
     lab.work.mkdir(parents=True, exist_ok=True)
     lock = open(lab.work / ".lock", "w")
     try:
@@ -119,17 +139,27 @@ def run(args: argparse.Namespace) -> int:
     for task in quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
         outcome = worker.unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"]))
         outputs.write(course, lab, outcome, None)
-    graded = _grade_all(course, lab, ctx, tasks, args.workers)
+    if engine is None:
+        outcomes, refused = functools.partial(pool.outcomes, workers=args.workers), ()
+    else:
+        outcomes, refused = engine.outcomes, engine.Refused
+    try:
+        graded = _grade_all(course, lab, ctx, tasks, outcomes)
+    except refused as exc:  # работник кластера не может проверять: нет песочницы (код 3) или не то окружение (2)
+        print(f"Проверка остановлена, готовое сохранено: {exc}", file=sys.stderr)
+        return exc.code
     results = load(lab.results)
     manual = outputs.finish(course, lab, master, results)
     write_csv(lab.csv, results, manual)
     print(summary(lab.name, results, graded, reused, warnings, str(lab.csv.relative_to(course.root)),
                   f"{lab.course.feedback_dir.relative_to(course.root)}/<ключ слушателя>/{lab.name}/"))
+    if engine is not None:
+        print(engine.report())
     lock.close()
     return 0
 
 
-def _grade_all(course, lab, ctx, tasks, workers: int) -> int:
+def _grade_all(course, lab, ctx, tasks, outcomes) -> int:
     from nbgrader.api import Gradebook
     from tqdm import tqdm
 
@@ -137,7 +167,7 @@ def _grade_all(course, lab, ctx, tasks, workers: int) -> int:
     bar = tqdm(total=len(tasks), desc=lab.name, unit="раб", file=sys.stderr, dynamic_ncols=True, disable=not tasks)
     try:
         with Gradebook(course.db_url, course.course_id) as gb:
-            for task, outcome in pool.outcomes(tasks, ctx, workers):
+            for task, outcome in outcomes(tasks, ctx):
                 if isinstance(outcome, str):  # сбой самой проверки: не вина работы, следующий запуск повторит
                     outcome = worker.unexecuted(task, ctx, "error", f"внутренняя ошибка проверки ({outcome}): это не "
                                                 "вина работы — запустите проверку снова")
@@ -151,7 +181,8 @@ def _grade_all(course, lab, ctx, tasks, workers: int) -> int:
         bar.close()
         print(f"\nПрервано: проверено {done} из {len(tasks)}. Запустите ту же команду — она продолжит.", file=sys.stderr)
         raise SystemExit(130) from None
-    bar.close()
+    finally:
+        bar.close()
     return done
 
 

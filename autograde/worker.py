@@ -52,7 +52,7 @@ class Context:
     limits: Limits
     sandboxed: bool
     kernel_args: tuple[str, ...]
-    release_files: dict[str, Path]
+    release_files: dict[str, bytes]  # файлы задания рядом с ноутбуком: имя → содержимое
     secrets: list[Path]
     hide_reference: bool
     late_penalty: str = "none"
@@ -177,9 +177,11 @@ def _execute(nb, ctx: Context, slot: int, student: str) -> execute.Execution:
             grade_id = gid(cell)
             if grade_id in master.release_by_id and not nbutils.is_solution(cell):
                 cell.source = master.release_by_id[grade_id].source
-        own = Path(tmp) / name
-        own.write_text(nbformat.writes(visible), encoding="utf-8")
-        files = {name: own, **ctx.release_files}
+        files = {}
+        for file_name, data in {**ctx.release_files, name: nbformat.writes(visible).encode("utf-8")}.items():
+            files[file_name] = Path(tmp) / "files" / file_name
+            files[file_name].parent.mkdir(parents=True, exist_ok=True)
+            files[file_name].write_bytes(data)
         common = {"files": files, "workdir_name": master.lab, "limits": ctx.limits, "sandboxed": ctx.sandboxed,
                   "slot": slot, "exclude": ctx.secrets}
         plan = execute.Plan([master.where(cell) for cell in nb.cells], list(master.owned), notebook=name)

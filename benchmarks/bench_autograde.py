@@ -14,6 +14,17 @@
 оценок), репозиторий не трогается. Заодно сверяются баллы: у autograde они должны совпасть с
 баллами nbgrader по каждой работе. Запуск: ``python benchmarks/bench_autograde.py``
 (несколько минут; ``--students 10`` — быстрее, ``--repeat 2`` — лучшее из двух).
+
+``--cluster local:2`` меряет другое — проверку на кластере Dask рядом с локальным пулом, в одном
+прогоне на одной группе (``--students 200``):
+
+* ``grade --workers 2`` (пул) против ``grade --cluster local:2``: накладные расходы кластера
+  (цель — не больше 10 %);
+* отдельно запущенный ``dask scheduler`` с 1 и с 2 работниками (``dask worker --nthreads 1``):
+  масштабирование;
+* цена работы на ядре работника, цена главного процесса на работу (запись итога, ноутбука, отзыва
+  и строки базы — её он делает один за всех) и оценка на бумаге: 10 000 работ на 8, 32 и 128 ядрах.
+
 Результат — таблица в stdout и JSON в benchmarks/results/.
 """
 
@@ -24,6 +35,7 @@ import csv
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import autograde_class as ac  # noqa: E402 — сборщик работ из tests/
+from dask_processes import scheduler_with_workers  # noqa: E402 — отдельный планировщик и работники
 
 TASKS = ["l2_normalize", "cosine", "top_k", "chunk_text", "build_prompt", "check_citations", "search"]
 
@@ -63,14 +76,21 @@ def lay_out(folder: Path, works: dict[str, bytes], lab: str) -> Path:
     return folder
 
 
-def timed(cmd: list[str], cwd: Path) -> float:
+def timed(cmd: list[str], cwd: Path, cpu: list | None = None) -> float:
+    """Секунды от запуска до конца команды; в ``cpu`` — секунды процессора всего её дерева процессов
+    (user + sys всех потомков, которых дождались: работники пула, local:N, песочницы) — эта цифра
+    меньше зависит от чужой нагрузки на машину, чем время."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                AUTOGRADE_ALLOW_NBGRADER="1")  # nbgrader autograde здесь нужен как базовая линия
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} упал:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    if cpu is not None:
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return elapsed
 
 
@@ -87,12 +107,12 @@ def run_nbgrader(tmp: Path, works: dict[str, bytes], lab: str) -> tuple[float, d
 
 
 def run_grade(tmp: Path, name: str, works: dict[str, bytes], lab: str, *options: str,
-              code: Path = ROOT) -> tuple[float, dict[str, float]]:
+              code: Path = ROOT, cpu: list | None = None) -> tuple[float, dict[str, float]]:
     """``grade`` из каталога ``code`` (этот репозиторий или ревизия --baseline) на своей копии курса."""
     course = ac.course_copy(tmp / name)
     submissions = lay_out(tmp / f"{name}-class", works, lab)
     seconds = timed([sys.executable, "-m", "autograde", "grade", lab, "--submissions", str(submissions),
-                     "--course", str(course), *options], code)
+                     "--course", str(course), *options], code, cpu)
     with open(course / "autograde" / "grades" / f"{lab}.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     bad = [r for r in rows if r["status"] != "ok"]
@@ -133,15 +153,109 @@ def baseline_checkout(tmp: Path, revision: str) -> Path:
     return target
 
 
+def main_write_seconds(tmp: Path, graded: Path, lab: str) -> float:
+    """Цена главного процесса на одну работу: ``outputs.write`` — итог, проверенный ноутбук, отзыв и строка
+    базы оценок. Её он делает один за всех работников; меряется записью готовых итогов ``graded`` заново
+    в свежую копию курса (одна база на всё, как в ``grade``)."""
+    sys.path.insert(0, str(ROOT))
+    from nbgrader.api import Gradebook
+
+    from autograde import outputs
+    from autograde.course import Course
+    from autograde.master import build_master, register
+    from autograde.results import load
+    from autograde.worker import Outcome
+
+    source = Course.load(graded).lab(lab)
+    outcomes = [Outcome(r, (source.autograded(r.student) / f"{lab}.ipynb").read_text(encoding="utf-8"),
+                        (source.feedback(r.student) / f"{lab}.html").read_text(encoding="utf-8"))
+                for r in load(source.results)]
+    course = Course.load(ac.course_copy(tmp / "replay"))
+    target = course.lab(lab)
+    register(build_master(target.source_notebook, lab, course.config), course.db_url, course.course_id)
+    start = time.perf_counter()
+    with Gradebook(course.db_url, course.course_id) as gb:
+        for outcome in outcomes:
+            outputs.write(course, target, outcome, gb)
+    return (time.perf_counter() - start) / len(outcomes)
+
+
+def cluster_suite(args, lab: ac.Lab, works: dict[str, bytes]) -> None:
+    """Пул против ``--cluster``, отдельный планировщик с 1 и 2 работниками, оценка на 10 000 работ."""
+    n, best, csvs, cpu = len(works), {}, {}, {}
+    with tempfile.TemporaryDirectory(prefix="bench-autograde-cluster-") as tmp:
+        for round_ in range(args.repeat):
+            for name in ("pool_w2", "cluster", "separate_1", "separate_2"):
+                folder = Path(tmp) / f"{name}-{round_}"
+                folder.mkdir()
+                if name.startswith("separate_"):
+                    with scheduler_with_workers(folder, int(name[-1])) as address:
+                        seconds, _ = run_grade(folder, name, works, lab.lab, "--cluster", address)
+                else:
+                    options = ["--workers", "2"] if name == "pool_w2" else ["--cluster", args.cluster]
+                    used: list[float] = []  # у local:N и пула все процессы — потомки команды
+                    seconds, _ = run_grade(folder, name, works, lab.lab, *options, cpu=used)
+                    cpu[name] = min(cpu.get(name, float("inf")), used[0])
+                best[name] = min(best.get(name, float("inf")), seconds)
+                csvs[name] = (folder / name / "autograde" / "grades" / f"{lab.lab}.csv").read_bytes()
+                print(f"[{round_ + 1}/{args.repeat}] {name}: {seconds:.1f} с", file=sys.stderr)
+        pool_course = Path(tmp) / "pool_w2-0" / "pool_w2"
+        rerun = timed([sys.executable, "-m", "autograde", "grade", lab.lab, "--submissions",
+                       str(Path(tmp) / "pool_w2-0" / "pool_w2-class"), "--course", str(pool_course)], ROOT)
+        empty = timed([sys.executable, "-m", "autograde", "grade", lab.lab, "--course",
+                       str(ac.course_copy(Path(tmp) / "empty"))], ROOT)
+        write = main_write_seconds(Path(tmp), pool_course, lab.lab)
+    same = all(data == csvs["pool_w2"] for data in csvs.values())
+    overhead = best["cluster"] / best["pool_w2"] - 1
+    cpu_overhead = cpu["cluster"] / cpu["pool_w2"] - 1
+    scaling = best["separate_1"] / best["separate_2"]
+    core = (best["separate_1"] - rerun) / n  # секунд ядра работника на работу: без запуска, приёма и CSV
+    serial = max(0.0, rerun - empty) / n  # главный процесс до и после проверки: приём, ключи, база, CSV — на работу
+    print(f"{n} работ {lab.lab}, {os.cpu_count()} ядра, Python {sys.version.split()[0]}")
+    print(f"{'что':<58} {'секунд':>8}")
+    for what, name in (("grade --workers 2 (локальный пул)", "pool_w2"), (f"grade --cluster {args.cluster}", "cluster"),
+                       ("отдельный dask scheduler, 1 работник", "separate_1"),
+                       ("отдельный dask scheduler, 2 работника", "separate_2")):
+        print(f"{what:<58} {best[name]:>8.1f}")
+    print(f"накладные расходы кластера: {overhead * 100:+.1f} % к пулу по времени (цель ≤ 10 %) — "
+          f"{'да' if overhead <= 0.10 else 'НЕТ'}; по процессору {cpu_overhead * 100:+.1f} % "
+          f"({cpu['cluster']:.0f} против {cpu['pool_w2']:.0f} с); CSV совпадают байт в байт: {'да' if same else 'НЕТ'}")
+    print(f"масштабирование отдельного планировщика, 1 → 2 работника: {scaling:.2f}× (эффективность "
+          f"{scaling / 2 * 100:.0f} %)")
+    print(f"на работу: {core:.2f} с ядра работника; главный процесс — {write * 1000:.0f} мс записи во время "
+          f"проверки и {serial * 1000:.0f} мс до и после (приём, ключи, база, CSV); запуск — {empty:.1f} с")
+    estimate = {}
+    for cores in (8, 32, 128):
+        seconds = empty + 10_000 * serial + max(10_000 * core / cores, 10_000 * write)
+        estimate[cores] = seconds
+        bound = "главный процесс" if 10_000 * write > 10_000 * core / cores else "работники"
+        print(f"оценка: 10 000 работ на {cores} ядрах ≈ {seconds / 60:.0f} мин (упирается в: {bound})")
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "bench_autograde_cluster.json").write_text(json.dumps({
+        "students": n, "cluster": args.cluster, "seconds": best, "overhead": overhead, "cpu_seconds": cpu,
+        "cpu_overhead": cpu_overhead, "csv_identical": same,
+        "scaling_1_to_2": scaling, "worker_core_seconds_per_submission": core,
+        "main_write_seconds_per_submission": write, "main_serial_seconds_per_submission": serial,
+        "startup_seconds": empty, "rerun_seconds": rerun, "estimate_10000_seconds": estimate,
+        "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=1, help="повторить замеры и взять лучшее время")
     parser.add_argument("--baseline", default="a994f51",
                         help="ревизия для сравнения (по умолчанию a994f51 — последняя, где тесты шли в ядре слушателя)")
+    parser.add_argument("--cluster", metavar="АДРЕС",
+                        help="вместо сравнения с nbgrader — пул против grade --cluster АДРЕС (local:2) и отдельный "
+                             "планировщик с 1 и 2 работниками; оценка на 10 000 работ")
     args = parser.parse_args()
     lab = ac.Lab()
     works = make_class(lab, args.students)
+    if args.cluster:
+        cluster_suite(args, lab, works)
+        return
     best: dict[str, float] = {}
     scores: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp:
