@@ -88,26 +88,34 @@ def notebook(learner: Learner) -> bytes:
     return ac.dumps(nb)
 
 
+class Graded:
+    """Каждая лабораторная — одним запуском grade на всех её слушателях, при первом обращении к ней
+    (``pytest -k lab05`` проверяет только группу lab05); результаты по ячейкам."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.course = ac.course_copy(tmp / "course")
+        self._labs: dict[str, dict] = {}
+
+    def __getitem__(self, lab: str) -> dict:
+        if lab not in self._labs:
+            for learner in learners(lab):
+                folder = self.tmp / "class" / lab / learner.name / lab
+                folder.mkdir(parents=True)
+                (folder / f"{lab}.ipynb").write_bytes(notebook(learner))
+            result = cli("grade", lab, "--submissions", self.tmp / "class" / lab, "--course", self.course,
+                         "--workers", "2", *LIMITS)
+            assert result.returncode == 0, result.stderr[-3000:]
+            results = {p.stem: json.loads(p.read_text(encoding="utf-8"))
+                       for p in (self.course / "autograde" / "work" / lab / "results").glob("*.json")}
+            self._labs[lab] = {"rows": read_csv(self.course / "autograde" / "grades" / f"{lab}.csv"),
+                               "results": results}
+        return self._labs[lab]
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Каждая лабораторная — одним запуском grade на всех её слушателях; результаты по ячейкам."""
-    tmp = tmp_path_factory.mktemp("learners")
-    course = ac.course_copy(tmp / "course")
-    out = {}
-    for lab in LABS:
-        group = learners(lab)
-        if not group:
-            continue
-        for learner in group:
-            folder = tmp / "class" / lab / learner.name / lab
-            folder.mkdir(parents=True)
-            (folder / f"{lab}.ipynb").write_bytes(notebook(learner))
-        result = cli("grade", lab, "--submissions", tmp / "class" / lab, "--course", course, "--workers", "2", *LIMITS)
-        assert result.returncode == 0, result.stderr[-3000:]
-        results = {p.stem: json.loads(p.read_text(encoding="utf-8"))
-                   for p in (course / "autograde" / "work" / lab / "results").glob("*.json")}
-        out[lab] = {"rows": read_csv(course / "autograde" / "grades" / f"{lab}.csv"), "results": results}
-    return {"course": course, "labs": out, "tmp": tmp}
+    return Graded(tmp_path_factory.mktemp("learners"))
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -120,7 +128,7 @@ def test_every_lab_has_a_class_of_independent_learners(lab):
 def test_learner_gets_exactly_the_points_their_work_deserves(graded, learner):
     from autograde.course import safe_key
 
-    result = graded["labs"][learner.lab]["results"][safe_key(learner.name)]
+    result = graded[learner.lab]["results"][safe_key(learner.name)]
     assert result["status"] == "ok", (result["status"], result["message"])
     tests = {c["grade_id"]: c for c in result["cells"] if c["kind"] == "test"}
     lost = {gid for gid, c in tests.items() if c["score"] < c["max_score"]}
@@ -139,18 +147,18 @@ def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
 
     def one(numbered):
         number, learner = numbered
-        folder = graded["tmp"] / "check" / learner.name / learner.lab
+        folder = graded.tmp / "check" / learner.name / learner.lab
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{learner.lab}.ipynb"
         path.write_bytes(notebook(learner))
-        return learner, check(path, graded["course"], slot=1 + number % 2)  # свой uid песочницы у каждого потока
+        return learner, check(path, graded.course, slot=1 + number % 2)  # свой uid песочницы у каждого потока
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         reports = list(pool.map(one, enumerate(ALL)))
     differ = []
     for learner, report in reports:
         cells = {c["grade_id"]: c for c in
-                 graded["labs"][learner.lab]["results"][safe_key(learner.name)]["cells"]}
+                 graded[learner.lab]["results"][safe_key(learner.name)]["cells"]}
         for r in report.results:
             if r.status in ("hidden", "manual") or cells.get(r.grade_id, {}).get("kind") != "test":
                 continue
