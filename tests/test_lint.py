@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ruff_finds_nothing():
-    # book/ — главы-ноутбуки: ruff проверяет и .ipynb (код ячеек)
-    targets = [p for p in ("src", "tests", "benchmarks", "autograde", "book") if (ROOT / p).exists()]
+    # book/ и solutions/ — ноутбуки: ruff проверяет и .ipynb (код ячеек); labs/ генерирует из solutions/ nbgrader
+    targets = [p for p in ("src", "tests", "benchmarks", "autograde", "book", "solutions") if (ROOT / p).exists()]
     result = subprocess.run([sys.executable, "-m", "ruff", "check", *targets], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
