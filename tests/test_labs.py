@@ -572,7 +572,7 @@ def test_lab2_a_refusal_next_to_marked_hits_and_a_hit_outside_the_labels_are_cau
     namespace = run_until("lab02_own_docs", "answers")
     query = namespace["QUERIES"][0]
     namespace["ANSWERS"][query] = namespace["REFUSAL"]
-    with pytest.raises(AssertionError, match="ответил отказом, хотя в таблице отметил попадания"):
+    with pytest.raises(AssertionError, match="в ответе отказ, хотя в таблице отмечены попадания"):
         run_check("lab02_own_docs", namespace, "answers_hidden")
 
     namespace = run_until("lab02_own_docs", "answers")
