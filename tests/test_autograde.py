@@ -516,11 +516,24 @@ def test_output_flood_stays_within_the_graders_memory_bound(lab, tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").is_file(),
                     reason="нужен root (чтобы запустить песочницу от имени nobody) и системный python3")
-def test_non_root_mode_holds_memory_disk_and_keyring():
+def test_non_root_mode_holds_memory_disk_and_keyring(monkeypatch):
     """Без root (user namespace) — та же политика: /dev/shm, HOME и /tmp ограничены, корень и /dev только для
     чтения, связка ключей закрыта. Песочница собирается той же policy.bwrap_argv, что у проверки; внутри —
-    системный python3 (Python курса лежит в /root, куда nobody не заходит)."""
+    системный python3 (Python курса лежит в /root, куда nobody не заходит). Программы autograde/inside —
+    копией в открытой для nobody папке: клон курса (у CI — во временной папке 0700) nobody не читает, а
+    настоящий преподаватель без root — хозяин своего клона."""
+    import shutil
+    import tempfile
+
+    from autograde.sandbox import policy
     from autograde.sandbox.policy import HOME, Limits, bwrap_argv, sandbox_env, seccomp_program
+
+    shared = Path(tempfile.mkdtemp(prefix="autograde-nonroot-"))
+    shared.chmod(0o755)
+    shutil.copytree(policy.INSIDE_HOST, shared / "inside", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in (shared / "inside", *(shared / "inside").rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    monkeypatch.setattr(policy, "INSIDE_HOST", shared / "inside")
 
     hog = next(c for c in ac.hostile_cases(ac.Lab()) if c.student_id == "disk_hog")
     code = json.loads(hog.files[f"{LAB}.ipynb"])["cells"][-1]["source"]
@@ -540,6 +553,7 @@ def test_non_root_mode_holds_memory_disk_and_keyring():
     finally:
         for fd in (info_r, info_w, sec_r, stub_r):
             os.close(fd)
+        shutil.rmtree(shared, ignore_errors=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "записано" not in result.stdout and result.stdout.count("не вышло") == 4, result.stdout
     assert "add_key -1 1" in result.stdout, result.stdout
