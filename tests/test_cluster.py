@@ -135,13 +135,15 @@ def descendants(pid: int) -> set[int]:
     return {int(e) for e in os.listdir("/proc") if e.isdigit() and pid in ancestors(int(e))}
 
 
-def busy_worker(address: str, deadline: float) -> int:
-    """pid работника, у которого сейчас запущена песочница, — его и убьём посреди работы."""
+def busy_worker(address: str, deadline: float) -> tuple[int, set[int]]:
+    """pid работника, у которого сейчас запущена песочница, и его потомки в этот миг — его и убьём посреди
+    работы. Песочница может закончиться между двумя взглядами в /proc: тогда ищем дальше."""
     while time.monotonic() < deadline:
-        hit = sandboxing() & set(worker_pids(address).values())
-        if hit:
-            return hit.pop()
-        time.sleep(0.2)
+        for pid in sandboxing() & set(worker_pids(address).values()):
+            below = descendants(pid)
+            if below:
+                return pid, below
+        time.sleep(0.1)
     raise AssertionError("ни один работник не запустил песочницу")
 
 
@@ -151,8 +153,7 @@ def test_worker_killed_mid_submission_changes_nothing(mixed, scheduler):
     proc = subprocess.Popen([sys.executable, "-m", "autograde", "grade", LAB, "--submissions", str(mixed["submissions"]),
                              "--course", str(course), "--cluster", scheduler, *LIMITS], cwd=ROOT, env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    victim = busy_worker(scheduler, time.monotonic() + 120)
-    its_sandboxes = descendants(victim)
+    victim, its_sandboxes = busy_worker(scheduler, time.monotonic() + 120)
     os.kill(victim, signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr[-3000:]
