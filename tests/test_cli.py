@@ -163,6 +163,17 @@ def test_an_off_topic_question_is_refused_with_the_refusal_phrase(built):
     assert "Причина: ни в одном предложении найденных чанков нет" in out
 
 
+def test_one_shared_common_word_does_not_make_an_answer(built):
+    # без порога чанки находятся; в «28 календарных дней» есть «дней» — четверть слов вопроса, но самая лёгкая:
+    # «поезд» и «Казань» корпусу незнакомы и весят больше всех
+    _, index, _ = built
+    out = run("ask", "Сколько дней идёт поезд до Казани?", "--index", str(index), "--threshold", "-1").stdout
+    assert "Найдено (cosine" in out and "Ответ (extractive):\n  В контексте ответа нет." in out
+    assert "Причина: ни в одном предложении найденных чанков нет слов вопроса хотя бы на 34% их веса" in out
+    out = run("ask", "Сколько дней длится отпуск?", "--index", str(index), "--threshold", "-1").stdout
+    assert "Ежегодный отпуск длится 28 календарных дней [1]." in out
+
+
 def test_titles_of_each_file_type_are_shown_with_the_sources(built):
     _, index, _ = built
     out = run("ask", "Где выдают пропуск?", "--index", str(index), "--threshold", "-1", "--k", "3").stdout

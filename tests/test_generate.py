@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 
@@ -20,13 +21,15 @@ from minirag import (
     Index,
     MiniRagError,
     OpenAIChat,
+    Retriever,
     answer,
     build_prompt,
     check_citations,
     tokenize,
 )
 from minirag.data import DEMO_DOCS, DEMO_QUERIES
-from minirag.sentences import about_code, candidate_sentences, headings, match, question_terms
+from minirag.generate import WEIGHTED_COVERAGE
+from minirag.sentences import TermWeights, about_code, candidate_sentences, headings, match, question_terms
 
 HITS = [
     Hit(1, 0.8, "vacation", 1, "Отпуск", "Ежегодный отпуск длится 28 дней. Его можно делить на части."),
@@ -224,3 +227,41 @@ def test_with_context_the_generator_prefers_the_sentence_from_the_right_section(
         "Заявку согласует руководитель за две недели [1]."
     generator = ExtractiveGenerator(max_sentences=1)
     assert generator.generate(build_prompt(query, hits)) == generator.answer_from(query, hits)  # заголовок — из промпта
+
+
+OFFICE = ["Пропуск в офис выдаёт охрана на первом этаже.", "Новый пропуск при утере стоит 300 рублей.",
+          "Ежегодный отпуск длится 28 календарных дней.", "Отпуск можно делить на части.",
+          "Заявку на отпуск подают за две недели."]
+
+
+def test_term_weights_are_idf_and_a_word_the_corpus_never_saw_weighs_most():
+    weights = TermWeights(OFFICE)
+    frequent, rare, unseen = weights(question_terms("отпуск пропуск поезд"))
+    assert unseen > rare > 0 and unseen > frequent > 0  # «поезд» нет нигде, «пропуск» — в двух, «отпуск» — в трёх
+    assert rare > frequent
+    assert weights.weight("отпуск") == pytest.approx(math.log(1 + (5 - 3 + 0.5) / (3 + 0.5)), abs=1e-12)
+    assert weights.weight("поезд") == pytest.approx(math.log(1 + 5.5 / 0.5), abs=1e-12)
+
+
+def test_with_corpus_weights_one_common_shared_word_does_not_make_an_answer():
+    hits = [Hit(i, 0.5, f"office{i}", 1, "Офис", text) for i, text in enumerate(OFFICE, start=1)]
+    off_topic = "Сколько стоит билет на поезд до Казани?"  # общее с корпусом только «стоит»
+    unweighted = ExtractiveGenerator().answer_from(off_topic, hits)
+    assert unweighted == "Новый пропуск при утере стоит 300 рублей [2]."  # четверть слов вопроса — и это «ответ»
+    weighted = ExtractiveGenerator(weights=TermWeights(OFFICE))
+    assert weighted.threshold == WEIGHTED_COVERAGE
+    assert weighted.answer_from(off_topic, hits) == REFUSAL  # «билет», «поезд», «казан» весят больше «стоит»
+    assert weighted.answer_from("Сколько стоит новый пропуск?", hits) == "Новый пропуск при утере стоит 300 рублей [2]."
+
+
+def test_answer_through_a_retriever_weighs_question_words_by_its_corpus():
+    retriever = Retriever(INDEX)
+    assert retriever.term_weights is retriever.term_weights and retriever.term_weights.n_texts == len(INDEX)
+    query = "Сколько дней длится ежегодный отпуск?"
+    result = answer(retriever, query, k=5)
+    expected = ExtractiveGenerator(INDEX.embedder, weights=retriever.term_weights).answer_from(query, result.hits)
+    assert result.text == expected and "28 календарных дней" in result.text
+    with pytest.raises(ValueError, match="вес на каждую основу"):
+        match(["отпуск", "дн"], "Отпуск 28 дней.", weights=[1.0])
+    with pytest.raises(MiniRagError, match="weights должен"):
+        ExtractiveGenerator(weights=[1.0, 2.0])

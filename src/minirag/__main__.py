@@ -5,7 +5,8 @@
 со своими заголовками: документ и раздел), калибрует порог отказа под этот корпус (``calibrate``)
 и сохраняет их в один файл; ``python -m minirag ask "вопрос"`` ищет в демо-корпусе (или
 ``--index ФАЙЛ``): если лучший чанк ниже порога — честный отказ, иначе ответ предложениями
-k лучших чанков с цитатами (``Retriever``, ``ExtractiveGenerator``). Эмбеддер, заголовки, k,
+k лучших чанков с цитатами (``Retriever``, ``ExtractiveGenerator``), в которых есть слова вопроса
+хотя бы на треть их веса по корпусу (``sentences.TermWeights``); нет таких — тоже отказ. Эмбеддер, заголовки, k,
 квантиль порога выбраны замером (``benchmarks/bench_ask.py``) на dev-частях вопросов;
 ``--embedder hash96`` — эмбеддер текста курса (dim = 96).
 Всё работает без интернета, пока не выбран ``--generator``/``--embedder`` openai или ollama.
@@ -25,7 +26,7 @@ from .chunk import chunk_text
 from .data import DEMO_DOCS
 from .embed import HashEmbedder
 from .errors import MiniRagError
-from .generate import COVERAGE, answer
+from .generate import WEIGHTED_COVERAGE, answer
 from .index import Index
 from .loaders import load_folder
 from .navec import NavecEmbedder
@@ -191,7 +192,8 @@ def _cmd_ask(args) -> int:
     if result.reason:
         print(f"Причина: {result.reason}")
     elif result.citations.refusal and result.hits and args.generator == "extractive":
-        print(f"Причина: ни в одном предложении найденных чанков нет хотя бы {COVERAGE:.0%} основ слов вопроса.")
+        print(f"Причина: ни в одном предложении найденных чанков нет слов вопроса хотя бы на {WEIGHTED_COVERAGE:.0%} "
+              f"их веса (слово весит тем больше, чем реже оно в корпусе; слова, которого в корпусе нет, — больше всех).")
     return 0
 
 

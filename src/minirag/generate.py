@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -26,7 +26,10 @@ from .types import Hit
 from .validate import index_then_query, renamed, require_hits, require_int, require_number, require_text
 
 MAX_SENTENCES = 3  # ответ — от одного до трёх предложений
-COVERAGE = 0.25  # предложение годится в ответ, если в нём не меньше четверти основ слов вопроса (выбрано на dev)
+COVERAGE = 0.25  # предложение годится в ответ, если в нём не меньше четверти основ слов вопроса
+# с весами слов по корпусу (TermWeights) — не меньше трети веса вопроса; обе доли выбраны на dev-вопросах
+# benchmarks/ask_questions.json (benchmarks/bench_ask.py)
+WEIGHTED_COVERAGE = 0.34
 RUNNER_UP = 0.9  # второе и третье предложение — только с оценкой не ниже 0.9 от лучшей
 
 # Конец предложения: знаки .!?… и, возможно, закрывающие кавычки или скобки после них.
@@ -66,6 +69,9 @@ class ExtractiveGenerator:
     Ответ — лучшее предложение и ещё до ``max_sentences − 1`` почти таких же хороших (оценка не
     ниже ``runner_up`` от лучшей), каждое — с номером своего источника. Предложение годится, только
     если в нём не меньше доли ``threshold`` основ вопроса; не годится ни одно — ответ ``REFUSAL``.
+    ``weights`` — веса основ по корпусу (``sentences.TermWeights``, его даёт ``Retriever.term_weights``):
+    с ними доля — доля веса вопроса, и редкие слова корпуса (и слова, которых в нём нет) решают больше
+    частых; порог по умолчанию тогда ``WEIGHTED_COVERAGE`` (треть), без них — ``COVERAGE`` (четверть).
     При равной оценке выше то, что ближе к вопросу по косинусу эмбеддера ``embedder`` (если он
     передан), затем — раньше в источниках. ``min_score`` — старое имя ``threshold``. Почему так
     устроен вход: протокол даёт генератору только промпт, и этот генератор читает его честно, как
@@ -78,12 +84,18 @@ class ExtractiveGenerator:
     """
 
     def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = MAX_SENTENCES,
-                 threshold: float = COVERAGE, runner_up: float = RUNNER_UP, context: bool = True,
-                 min_score: float | None = None):
+                 threshold: float | None = None, runner_up: float = RUNNER_UP, context: bool = True,
+                 min_score: float | None = None, weights: Callable[[list[str]], Sequence[float]] | None = None):
         self.embedder = embedder
         self.context = bool(context)
+        if weights is not None and not callable(weights):
+            raise MiniRagError(f"weights должен по списку основ давать их веса, например TermWeights(тексты), "
+                               f"а получен {type(weights).__name__}.")
+        self.weights = weights
         self.max_sentences = require_int(max_sentences, "max_sentences", 1)
-        threshold = renamed(threshold, min_score, default=COVERAGE, name="threshold", old_name="min_score")
+        threshold = renamed(threshold, min_score, default=None, name="threshold", old_name="min_score")
+        if threshold is None:
+            threshold = COVERAGE if weights is None else WEIGHTED_COVERAGE
         self.threshold = require_number(threshold, "threshold", 0.0, 1.0,
                                         hint="Это доля слов вопроса в предложении, например 0.5.")
         self.runner_up = require_number(runner_up, "runner_up", 0.0, 1.0, hint="Например, 0.9.")
@@ -94,8 +106,9 @@ class ExtractiveGenerator:
         return self.threshold
 
     def __repr__(self) -> str:
+        weighted = "" if self.weights is None else f", weights={self.weights!r}"
         return (f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences}, "
-                f"threshold={self.threshold:g}, context={self.context})")
+                f"threshold={self.threshold:g}, context={self.context}{weighted})")
 
     def _compose(self, query: str, sources: Sequence[tuple[int, str, str]]) -> str:
         code = about_code(query)
@@ -107,7 +120,8 @@ class ExtractiveGenerator:
                 if key not in candidates:  # повтор из перекрытия чанков — один раз
                     candidates[key] = (n, sentence, title if self.context else "")
         terms = question_terms(query)
-        found = [(n, s, match(terms, s, title)) for n, s, title in candidates.values()]
+        weights = None if self.weights is None else list(self.weights(terms))
+        found = [(n, s, match(terms, s, title, weights)) for n, s, title in candidates.values()]
         found = [item for item in found if item[2].coverage >= self.threshold and item[2].coverage > 0]
         if not found:
             return REFUSAL
@@ -171,9 +185,14 @@ class Answer:
         return "\n".join(lines)
 
 
+def _extractive(index) -> ExtractiveGenerator:
+    """Экстрактивный генератор по умолчанию: эмбеддер и веса слов — те, что даёт поиск (у ``Retriever`` есть оба)."""
+    return ExtractiveGenerator(getattr(index, "embedder", None), weights=getattr(index, "term_weights", None))
+
+
 def _generators(generator, index) -> list:
     if generator is None:
-        return [ExtractiveGenerator(getattr(index, "embedder", None))]
+        return [_extractive(index)]
     generators = list(generator) if isinstance(generator, (list, tuple)) else [generator]
     for g in generators:
         if not callable(getattr(g, "generate", None)):
@@ -194,6 +213,8 @@ def answer(index, query: str, generator=None, k: int = 3, threshold: float | Non
     возвращает ``Answer(fallback=True)`` с экстрактивным ответом по найденному и причиной.
     Ничего не прошло порог — генератор не зовётся, ответ ``REFUSAL``. ``index`` — всё, у
     чего есть ``search(query, k=, threshold=)``; старый порядок ``(query, index, …)`` тоже работает.
+    Без ``generator`` отвечает ``ExtractiveGenerator`` с эмбеддером индекса, а если ``index`` — это
+    ``Retriever``, то и с весами слов его корпуса (``term_weights``).
     Пример: ``answer(index, "Сколько стоит обед в столовой?", threshold=0.5).text`` → ``'В контексте ответа нет.'``;
     с моделью — ``print(answer(index, "Сколько дней отпуска?", OllamaChat(), k=3))``.
     Глава 10. От поиска к ответу.
@@ -221,5 +242,5 @@ def answer(index, query: str, generator=None, k: int = 3, threshold: float | Non
             continue
         reason = "не ответили раньше: " + "; ".join(failures) if failures else ""
         return Answer(query, text, hits, prompt, check_citations(text, hits), False, reason)
-    text = ExtractiveGenerator(getattr(index, "embedder", None)).answer_from(query, hits)
+    text = _extractive(index).answer_from(query, hits)
     return Answer(query, text, hits, prompt, check_citations(text, hits), True, "; ".join(failures))

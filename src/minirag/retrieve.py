@@ -7,13 +7,18 @@
 калиброванный по лучшим оценкам вопросов не о корпусе (``calibrate``), сравнивается ровно с тем,
 что калибровалось, — с лучшей оценкой, — а генератор выбирает предложения из k кандидатов, а не
 из одного-двух, переживших фильтр. Порог — всегда косинус эмбеддера индекса, при любом методе.
+``term_weights`` — веса слов по чанкам этого индекса (``sentences.TermWeights``): ``answer`` отдаёт
+их экстрактивному генератору, и тот меряет предложение долей веса вопроса, а не числа его слов.
 Модуль не строит индекс и не пишет ответ: это ``index`` и ``generate``.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from .hybrid import hybrid_search, index_bm25
 from .index import Index, require_index
+from .sentences import TermWeights
 from .text import tokenize
 from .topk import top_k
 from .types import Hit, renumber
@@ -38,6 +43,11 @@ class Retriever:
 
     def __repr__(self) -> str:
         return f"Retriever({self.index!r}, method={self.method!r})"
+
+    @cached_property
+    def term_weights(self) -> TermWeights:
+        """Веса слов (idf) по текстам чанков индекса — с заголовками, как они эмбеддились; строятся один раз."""
+        return TermWeights(self.index.indexed_text(i) for i in range(len(self.index)))
 
     def search(self, query: str, k: int = 3, threshold: float | None = None) -> list[Hit]:
         """Лучшие k чанков методом поиска; пусто, если лучший косинус ниже ``threshold``."""

@@ -9,11 +9,15 @@
 скобок) идут в ответ, только если вопрос о коде (``about_code``).
 
 ``match`` оценивает предложение по словам вопроса: ``question_terms`` — основы (стеммер
-Snowball) слов вопроса без служебных и вопросительных слов («как», «сколько», «в»).
+Snowball) слов вопроса без служебных, вопросительных и связочных слов («как», «сколько», «в»,
+«является», «находится»).
 Основа вопроса совпадает со словом предложения, если основы равны, одна — начало другой
 (от четырёх букв: «hash» и «hashembedder») или они отличаются одной буквой (от пяти букв:
 опечатка). Оценка — доля совпавших основ вопроса (``coverage``) и их кучность: совпавшие
-слова стоят рядом или вразброс по длинному предложению. Предложение читается в своём разделе:
+слова стоят рядом или вразброс по длинному предложению. Доля бывает взвешенной: ``TermWeights``
+даёт каждой основе вес idf по своему корпусу (чем в меньшем числе чанков слово, тем оно весомее;
+слова, которого в корпусе нет, — весомее всех), и тогда вопрос «Сколько стоит билет на поезд до
+Казани?» не находит ответа в предложении, где совпало одно частое «стоит». Предложение читается в своём разделе:
 слова заголовка источника (``context``) тоже засчитываются, если в самом предложении есть
 хотя бы одно слово вопроса. ``headings`` находит заголовки в тексте документа с их местами —
 по ним индекс называет раздел чанка. Модуль не знает про поиск и индекс, не понимает синонимов
@@ -22,9 +26,12 @@ Snowball) слов вопроса без служебных и вопросит�
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .plural import plural
 from .text import split_sentences, stem_token, tokenize
 
 # Служебные и вопросительные слова: в вопросе они есть всегда, а об ответе не говорят ничего.
@@ -36,6 +43,7 @@ STOP_WORDS = frozenset("""
 с сам свой себя со сколько так также такой там те тем то того тоже той только том ты у уже хотя чего чей
 чем что чтобы чём эта эти это этого этой этом этот я зачем почему откуда куда который которая которое
 которые каждый каждая каждое нужно нужен нужна нужны сейчас
+является являются находится находятся называется называются означает бывает считается принято
 a an the of to in on at for by is are was be do does did what which who whom how when where why
 """.split())
 _STOP_STEMS = frozenset(stem_token(word) for word in STOP_WORDS)
@@ -228,26 +236,71 @@ class Match:
         return self.coverage * (0.9 + 0.1 * self.compactness)
 
 
-def match(terms: list[str], sentence: str, context: str = "") -> Match:
+class TermWeights:
+    """Веса основ вопроса по корпусу: idf, как в BM25 (Lucene), ``ln(1 + (N − df + 0.5)/(df + 0.5))``.
+
+    N — число текстов корпуса (чанков индекса), df — в скольких из них есть слово, которое
+    ``match`` счёл бы той же основой (равная основа, начало другой, одна опечатка). Слово,
+    которого нет ни в одном тексте, получает наибольший вес ``ln(1 + (N + 0.5)/0.5)``: вопрос,
+    главные слова которого корпусу незнакомы, — скорее всего не о нём.
+    Пример: ``TermWeights(["отпуск 28 дней", "отпуск летом", "пропуск в офис"])(["отпуск", "пропуск", "погод"])``
+    → ``[0.47…, 0.98…, 2.07…]``. Глава 10. От поиска к ответу.
+    """
+
+    def __init__(self, texts: Iterable[str]):
+        self._docs: dict[str, set[int]] = {}  # основа слова → номера текстов, где она есть
+        self.n_texts = 0
+        for i, text in enumerate(texts):
+            for word in set(tokenize(text, stem=True)):
+                self._docs.setdefault(word, set()).add(i)
+            self.n_texts = i + 1
+        self._cache: dict[str, float] = {}
+
+    def __repr__(self) -> str:
+        return f"TermWeights({plural(self.n_texts, 'текст', 'текста', 'текстов')}, " \
+               f"{plural(len(self._docs), 'основа', 'основы', 'основ')})"
+
+    def weight(self, term: str) -> float:
+        """Вес одной основы: idf по текстам, где есть слово, совпадающее с ней по правилам ``match``."""
+        if term not in self._cache:
+            found: set[int] = set()
+            for word, docs in self._docs.items():
+                if _same(term, word):
+                    found |= docs
+            df, n = len(found), self.n_texts
+            self._cache[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return self._cache[term]
+
+    def __call__(self, terms: Sequence[str]) -> list[float]:
+        return [self.weight(term) for term in terms]
+
+
+def match(terms: list[str], sentence: str, context: str = "", weights: Sequence[float] | None = None) -> Match:
     """Оценить предложение по основам вопроса ``terms`` (из ``question_terms``).
 
     ``context`` — заголовок источника (документ и раздел): основа вопроса, которой нет в
     предложении, но есть в заголовке, тоже засчитывается — если в самом предложении нашлась
-    хотя бы одна. Кучность считается только по словам предложения.
+    хотя бы одна. Кучность считается только по словам предложения. ``weights`` — вес каждой
+    основы (``TermWeights``): доля тогда — доля веса вопроса, а не числа его слов; без них все
+    основы весят одинаково.
     Пример: ``match(question_terms("Сколько дней длится отпуск?"), "Отпуск длится 28 дней.").coverage``
     → ``1.0``; ``match(["отпуск", "перенос"], "Заявление подают за две недели.", "Отпуск").coverage`` → ``0.0``.
     Глава 10. От поиска к ответу.
     """
+    weights = [1.0] * len(terms) if weights is None else [float(w) for w in weights]
+    if len(weights) != len(terms):
+        raise ValueError(f"весов {len(weights)}, а основ вопроса {len(terms)}: нужен вес на каждую основу")
     words = tokenize(sentence, stem=True)
     around = tokenize(context, stem=True) if context.strip() else []
-    positions, in_context = [], 0
-    for term in terms:
+    positions, found = [], 0.0
+    for term, weight in zip(terms, weights):
         where = next((i for i, word in enumerate(words) if _same(term, word)), None)
         if where is not None:
             positions.append(where)
+            found += weight
         elif any(_same(term, word) for word in around):
-            in_context += 1
-    if not terms or not positions:
+            found += weight
+    if not terms or not positions or sum(weights) <= 0:
         return Match(0.0, 0.0)
     span = max(positions) - min(positions) + 1
-    return Match((len(positions) + in_context) / len(terms), len(positions) / span)
+    return Match(found / sum(weights), len(positions) / span)
