@@ -33,6 +33,14 @@ VARIANTS = ("lucene", "okapi")
 OKAPI_EPSILON = 0.25  # как epsilon в rank_bm25.BM25Okapi: пол для отрицательного idf
 
 
+def lucene_idf(n_docs, df):
+    """idf варианта Lucene: ``ln(1 + (N − df + 0.5)/(df + 0.5))`` — всегда > 0; числа или массивы numpy.
+
+    Пример: ``round(float(lucene_idf(3, 0)), 4)`` → ``2.0794``. Глава 9. За пределами косинуса.
+    """
+    return np.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
 class BM25:
     """Индекс BM25 над токенами документов: ``scores(query_tokens)`` и ``search(query_tokens, k)``.
 
@@ -79,7 +87,7 @@ class BM25:
     def _idf(self, df: np.ndarray) -> np.ndarray:
         n = self.n_docs
         if self.variant == "lucene":
-            return np.log(1 + (n - df + 0.5) / (df + 0.5))
+            return lucene_idf(n, df)
         raw = np.log(n - df + 0.5) - np.log(df + 0.5)
         return np.where(raw < 0, OKAPI_EPSILON * raw.mean(), raw)
 

@@ -26,11 +26,12 @@ Snowball) слов вопроса без служебных, вопросите�
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .bm25 import lucene_idf
+from .errors import MiniRagError
 from .plural import plural
 from .text import split_sentences, stem_token, tokenize
 
@@ -237,7 +238,7 @@ class Match:
 
 
 class TermWeights:
-    """Веса основ вопроса по корпусу: idf, как в BM25 (Lucene), ``ln(1 + (N − df + 0.5)/(df + 0.5))``.
+    """Веса основ вопроса по корпусу: idf, как в BM25 (``bm25.lucene_idf``), ``ln(1 + (N − df + 0.5)/(df + 0.5))``.
 
     N — число текстов корпуса (чанков индекса), df — в скольких из них есть слово, которое
     ``match`` счёл бы той же основой (равная основа, начало другой, одна опечатка). Слово,
@@ -267,8 +268,7 @@ class TermWeights:
             for word, docs in self._docs.items():
                 if _same(term, word):
                     found |= docs
-            df, n = len(found), self.n_texts
-            self._cache[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            self._cache[term] = float(lucene_idf(self.n_texts, len(found)))
         return self._cache[term]
 
     def __call__(self, terms: Sequence[str]) -> list[float]:
@@ -289,7 +289,7 @@ def match(terms: list[str], sentence: str, context: str = "", weights: Sequence[
     """
     weights = [1.0] * len(terms) if weights is None else [float(w) for w in weights]
     if len(weights) != len(terms):
-        raise ValueError(f"весов {len(weights)}, а основ вопроса {len(terms)}: нужен вес на каждую основу")
+        raise MiniRagError(f"весов {len(weights)}, а основ вопроса {len(terms)}: нужен вес на каждую основу")
     words = tokenize(sentence, stem=True)
     around = tokenize(context, stem=True) if context.strip() else []
     positions, found = [], 0.0
