@@ -123,7 +123,7 @@ DEFAULT_METHOD = "cosine"
 # bm25 и hybrid — на индексе «hash»; посчитано benchmarks/bench_ask.py, тест test_cli сверяет их с замером
 DEV_HIT3 = {"hash": 0.921, "hash96": 0.605, "navec": 0.763, "bm25": 0.842, "hybrid": 0.868}
 # сколько чанков отдать генератору: выбрано на dev-вопросах benchmarks/ask_questions.json (bench_ask.py)
-DEFAULT_K = 10
+DEFAULT_K = 20
 OLD_INDEX_EMBEDDER = "hash96"  # файлы индекса без meta строила прежняя версия, и по умолчанию — с dim = 96
 
 
