@@ -30,6 +30,7 @@ from minirag import (
 from minirag.data import DEMO_DOCS, DEMO_QUERIES
 from minirag.generate import WEIGHTED_COVERAGE
 from minirag.sentences import TermWeights, about_code, candidate_sentences, headings, match, question_terms
+from minirag.text import whole_sentences
 
 HITS = [
     Hit(1, 0.8, "vacation", 1, "Отпуск", "Ежегодный отпуск длится 28 дней. Его можно делить на части."),
@@ -73,6 +74,33 @@ def test_headings_list_markers_and_code_are_not_quoted_unless_the_question_is_ab
     assert "print(days_of_vacation) [1]." in ExtractiveGenerator().answer_from("Какой код печатает days_of_vacation?", hits)
     # чанк начался внутри блока кода: первая голая ``` закрывает его, строки выше — код
     assert candidate_sentences("x = compute(1, 2)\n```\n\nПосле кода текст.") == ["После кода текст."]
+
+
+def test_a_table_row_is_read_with_its_header_and_the_answer_names_the_columns():
+    chunk = ("Тарифы\n\n| Зона | Города | Срок |\n|---|---|---:|\n| 5 | Новосибирск, Красноярск | 8–14 дней |\n"
+             "| 6 | Якутск |  |\n\nПосле таблицы текст.\n| без | шапки |")
+    assert candidate_sentences(chunk) == ["Зона: 5; Города: Новосибирск, Красноярск; Срок: 8–14 дней",
+                                          "Зона: 6; Города: Якутск", "После таблицы текст.", "без | шапки"]
+    hits = [Hit(1, 0.5, "t", 1, "Тарифы", chunk)]
+    answer = ExtractiveGenerator().answer_from("Какой срок доставки в Новосибирск?", hits)
+    assert answer == "Зона: 5; Города: Новосибирск, Красноярск; Срок: 8–14 дней [1]."  # «срок» — из шапки
+
+
+def test_an_abbreviation_does_not_end_the_quoted_sentence():
+    assert whole_sentences("Звоните диспетчеру (доб. 412) или на линию. См. ниже. Отпуск 28 дней. 2024 год.") == [
+        "Звоните диспетчеру (доб. 412) или на линию.", "См. ниже.", "Отпуск 28 дней.", "2024 год."]
+    hits = [Hit(1, 0.5, "f", 1, "Топливные карты", "Потеряли карту — звоните диспетчеру (доб. 412).")]
+    answer = ExtractiveGenerator().answer_from("Куда звонить, если потеряли карту?", hits)
+    assert answer == "Потеряли карту — звоните диспетчеру (доб. 412) [1]."
+    assert check_citations(answer, hits).ok
+
+
+def test_function_words_are_dropped_as_words_not_as_stems():
+    """«У нас всего около» — служебные; «меню» и «приём» — нет, хотя основы у них те же, что у «меня» и «при»."""
+    assert question_terms("Сколько у нас всего мест около офиса?") == ["мест", "офис"]
+    assert question_terms("Что есть в меню кафе?") == ["мен", "каф"]
+    assert question_terms("Во сколько приём у врача?") == ["при", "врач"]
+    assert question_terms("Как?") == ["как"]  # из одних служебных — все слова
 
 
 def test_a_typo_and_a_longer_word_form_still_match():

@@ -8,6 +8,7 @@ import docx
 import pytest
 
 from minirag import Index, LoadReport, MiniRagError, build_prompt, load_file, load_folder, loaders
+from minirag.sentences import candidate_sentences
 
 
 def make_pdf(text: str, title: str = "") -> bytes:
@@ -166,3 +167,16 @@ def test_docx_and_pdf_titles_come_from_the_document_properties(tmp_path):
     assert load_file(tmp_path / "t.pdf")[0].title == "PDF title"
     (tmp_path / "u.pdf").write_bytes(make_pdf("First line of the page."))
     assert load_file(tmp_path / "u.pdf")[0].title == "First line of the page."  # без названия — первая строка
+
+
+def test_an_html_table_becomes_rows_read_with_their_header(tmp_path):
+    """Ячейки HTML не склеиваются в одно слово: таблица становится таблицей Markdown, и строка читается
+    с шапкой из <th>, как строка CSV; перенос внутри ячейки — пробел, пробелы между тегами — не текст."""
+    (tmp_path / "prices.html").write_text(
+        "<html><body><p>Цены на лето.</p>\n<table>\n <tr><th>Домик</th><th>Цена<br>за ночь</th></tr>\n"
+        " <tr><td>Большой</td><td><b>5000</b> руб</td></tr>\n <tr><td>Малый</td><td>3000 руб</td></tr>\n</table>\n"
+        "<p>Залог не берём.</p></body></html>", encoding="utf-8")
+    [doc] = load_file(tmp_path / "prices.html")
+    assert "| Домик | Цена за ночь |\n|---|---|\n| Большой | 5000 руб |\n| Малый | 3000 руб |" in doc.text
+    assert candidate_sentences(doc.text) == ["Цены на лето.", "Домик: Большой; Цена за ночь: 5000 руб",
+                                             "Домик: Малый; Цена за ночь: 3000 руб", "Залог не берём."]

@@ -93,8 +93,21 @@ def test_rows_are_unit_or_zero(batch):
     assert matrix.shape == (len(batch), 96)
     norms = np.linalg.norm(matrix, axis=1)
     for text, norm in zip(batch, norms):
-        expected = 1.0 if tokenize(text) else 0.0
+        counts = np.zeros(96)  # сумма знаков по позициям до нормировки, посчитанная заново
+        for token in tokenize(text):
+            positions, signs = hash_features(token, 96)
+            np.add.at(counts, list(positions), signs)
+        expected = 1.0 if counts.any() else 0.0
         assert norm == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_word_whose_positions_cancel_gets_the_zero_vector():
+    """У «гбоэ» четыре позиции совпали попарно, с разными знаками, и погасили друг друга: вектор нулевой,
+    косинус с ним 0.0, не NaN (так устроен хеш курса, эталонные векторы от этого не меняются)."""
+    assert hash_features("гбоэ", 96) == ((34, 52, 34, 52), (-1.0, -1.0, 1.0, 1.0))
+    vector = HashEmbedder().embed_one("гбоэ")
+    assert not vector.any()
+    assert cosine(vector, HashEmbedder().embed_one("отпуск")) == 0.0
 
 
 @pytest.mark.parametrize("kwargs", [{"dim": 0}, {"dim": -5}, {"dim": 2.5}, {"char_ngrams": (5, 3)}, {"char_ngrams": 3}])

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .text import split_sentences
+from .text import whole_sentences
 from .types import Hit
 from .validate import require_hits, require_text
 
@@ -120,9 +120,10 @@ class CitationReport:
 
 
 def _claims(answer: str) -> list[str]:
-    """Предложения ответа; ссылка, оторванная точкой («… дней. [1]»), приклеивается к предыдущему."""
+    """Предложения ответа (``whole_sentences``: «см.» и «доб.» их не кончают); ссылка, оторванная точкой
+    («… дней. [1]»), приклеивается к предыдущему."""
     claims: list[str] = []
-    for sentence in split_sentences(answer):
+    for sentence in whole_sentences(answer):
         if claims and _ONLY_CITATIONS_RE.match(sentence):
             claims[-1] = f"{claims[-1]} {sentence}"
         else:

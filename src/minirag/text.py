@@ -70,3 +70,27 @@ def split_sentences(text: str) -> list[str]:
     """
     parts = _SENTENCE_END_RE.split(require_text(text))
     return [part.strip() for part in parts if part.strip()]
+
+
+_ABBREVIATION_RE = re.compile(r"(?:^|[\s(])[а-яёa-z]{1,3}\.$")  # «доб.», «см.», «тел.», «т. е.» в конце куска
+_CONTINUES_RE = re.compile(r"^[(«\"]?([а-яёa-z]|\d)")  # кусок со строчной буквы или цифры
+
+
+def whole_sentences(text: str) -> list[str]:
+    """``split_sentences``, но сокращение — не конец предложения: «(доб. 412)» и «см. ниже» остаются с тем, что до них.
+
+    Кусок, который начинается со строчной буквы, приклеивается к предыдущему; кусок с цифры — если
+    предыдущий кончается коротким (до трёх букв) словом с точкой, то есть сокращением. Так читают
+    предложения ответа генератор (``sentences``) и проверка цитат (``check_citations``); чанкер режет
+    по ``split_sentences``, как в главе 4.
+    Пример: ``whole_sentences("Звоните диспетчеру (доб. 412). См. ниже.")``
+    → ``['Звоните диспетчеру (доб. 412).', 'См. ниже.']``. Глава 10. От поиска к ответу.
+    """
+    pieces: list[str] = []
+    for piece in split_sentences(text):
+        starts = _CONTINUES_RE.match(piece)
+        if pieces and starts and (not starts.group(1).isdigit() or _ABBREVIATION_RE.search(pieces[-1])):
+            pieces[-1] = f"{pieces[-1]} {piece}"
+        else:
+            pieces.append(piece)
+    return pieces
