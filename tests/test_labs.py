@@ -36,12 +36,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from learner_class import ALL as LEARNER_CLASS
+from learner_class import notebook as learner_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # пакет autograde лежит в корне репозитория и не устанавливается
     sys.path.insert(0, str(ROOT))
 if str(ROOT / "solutions") not in sys.path:  # labkit.py — общие помощники проверок, лежат рядом с ноутбуками
     sys.path.insert(0, str(ROOT / "solutions"))
+HONEST_LEARNERS = [learner for learner in LEARNER_CLASS if learner.expect_full]
 LABS = ["lab01_mini_rag", "lab02_own_docs", "lab03_k3_vs_k5", "lab04_hash_failures", "lab05_bm25_hybrid",
         "lab06_grounded_answers"]
 SECRET_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
@@ -83,7 +86,8 @@ DELETED_CELL = ("lab01_mini_rag", "top_k_visible")  # эту ячейку с т�
 
 @pytest.fixture(scope="session")
 def course(tmp_path_factory):
-    """Копия курса во временной папке: release нашей командой, три «слушателя», nbgrader autograde."""
+    """Копия курса во временной папке: release нашей командой, три «слушателя» (решение, нетронутая выдача,
+    удалённая ячейка тестов) и честные работы класса слушателей (tests/learners), nbgrader autograde."""
     root = tmp_path_factory.mktemp("course")
     shutil.copy2(ROOT / "nbgrader_config.py", root)
     shutil.copytree(ROOT / "solutions", root / "solutions",
@@ -99,6 +103,10 @@ def course(tmp_path_factory):
             target = submitted / student / lab
             target.mkdir(parents=True)
             shutil.copy2(origin / lab / f"{lab}.ipynb", target)
+    for learner in HONEST_LEARNERS:  # Validate честных работ класса слушателей — в том же запуске nbgrader
+        target = submitted / f"learner_{learner.name}" / learner.lab
+        target.mkdir(parents=True)
+        (target / f"{learner.lab}.ipynb").write_bytes(learner_notebook(learner))
     lab, grade_id = DELETED_CELL
     notebook = load(root / "solutions" / lab / f"{lab}.ipynb")
     notebook["cells"] = [c for c in notebook["cells"] if nbgrader(c).get("grade_id") != grade_id]
@@ -125,11 +133,8 @@ def course(tmp_path_factory):
     scores = {}
     for lab in LABS:
         with Gradebook(f"sqlite:///{done[lab][0] / 'autograde' / 'gradebook.db'}") as gb:
-            for student in (*STUDENTS, "deleter"):
-                try:
-                    submission = gb.find_submission(lab, student)
-                except Exception:  # у deleter только одна лабораторная
-                    continue
+            for submission in gb.assignment_submissions(lab):
+                student = submission.student.id
                 grades = [g for nb in submission.notebooks for g in nb.grades]
                 scores[lab, student] = {
                     "auto": sum(g.auto_score or 0 for g in grades if g.cell_type == "code"),
@@ -311,6 +316,16 @@ def test_untouched_release_earns_at_most_a_fifth(course, lab):
     score = course["scores"][lab, "untouched"]
     assert score["max_auto"] == course["scores"][lab, "solution"]["max_auto"]
     assert score["auto"] <= score["max_auto"] / 5, f"{lab}: нетронутая выданная версия набрала {score['auto']} из {score['max_auto']}"
+
+
+@pytest.mark.slow
+def test_validate_gives_every_honest_learner_every_autograded_point(course):
+    """Validate в JupyterLab исполняет тесты в ядре слушателя (как ``nbgrader autograde``); честной работе класса
+    слушателей он обязан дать тот же итог, что судья (``test_learners.py``): все автоматические баллы."""
+    lost = {f"{learner.lab}:{learner.name}": course["scores"][learner.lab, f"learner_{learner.name}"]["failed"]
+            for learner in HONEST_LEARNERS}
+    assert len(lost) >= 3 * len(LABS)
+    assert {name: cells for name, cells in lost.items() if cells} == {}
 
 
 @pytest.mark.slow

@@ -5,87 +5,24 @@
 допустимое прочтение правил, числа, посчитанные иначе), и варианты с одной настоящей ошибкой.
 Формат файла — в tests/learners/README.md. Вся группа лабораторной проверяется одной командой
 ``grade`` (как у преподавателя); потом каждую работу проверяет ``check`` (как у слушателя), и
-вердикты видимых тестов обязаны совпасть.
+вердикты видимых тестов обязаны совпасть. Validate (``nbgrader autograde``) честных работ проверяет
+``test_labs.py`` — в одном запуске nbgrader с решениями.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import autograde_class as ac
 import pytest
-from grading import LIMITS, ROOT, cli, read_csv, sandbox_problem
+from grading import LIMITS, cli, read_csv, sandbox_problem
+from learner_class import ALL, LABS, learners, notebook
 
 SANDBOX_PROBLEM = sandbox_problem()
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(SANDBOX_PROBLEM is not None, reason=f"нет песочницы: {SANDBOX_PROBLEM}")]
-LEARNERS = ROOT / "tests" / "learners"
-LABS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").is_file())
-
-
-@dataclass
-class Learner:
-    lab: str
-    name: str
-    about: str
-    base: str | None
-    expect_full: bool
-    lose: set[str] = field(default_factory=set)
-    messages: dict[str, str] = field(default_factory=dict)
-    cells: dict[str, str] = field(default_factory=dict)
-
-
-def parse(path: Path) -> Learner:
-    text = path.read_text(encoding="utf-8")
-    head, *chunks = re.split(r"^%% ", text, flags=re.M)
-    learner = Learner(path.parent.name, path.stem, "", None, False)
-    for line in head.splitlines():
-        key, _, value = line.lstrip("# ").partition(":")
-        value = value.strip()
-        if key == "learner":
-            learner.about = value
-        elif key == "base":
-            learner.base = value
-        elif key == "expect":
-            learner.expect_full = value == "full"
-            if value.startswith("lose"):
-                learner.lose = set(value.split()[1:])
-        elif key == "message":
-            grade_id, _, substring = value.partition("~")
-            learner.messages[grade_id.strip()] = substring.strip()
-    for chunk in chunks:
-        grade_id, _, source = chunk.partition("\n")
-        learner.cells[grade_id.strip()] = source.rstrip("\n") + "\n"
-    return learner
-
-
-def learners(lab: str) -> list[Learner]:
-    found = {p.stem: parse(p) for p in sorted((LEARNERS / lab).glob("*.cells"))}
-    for learner in found.values():  # base: начать с ячеек другого слушателя
-        chain, seen = learner, set()
-        while chain.base and chain.base not in seen:
-            seen.add(chain.base)
-            chain = found[chain.base]
-            learner.cells = {**chain.cells, **learner.cells}
-    return list(found.values())
-
-
-ALL = [learner for lab in LABS for learner in learners(lab)]
-
-
-def notebook(learner: Learner) -> bytes:
-    release = json.loads((ROOT / "labs" / learner.lab / f"{learner.lab}.ipynb").read_text(encoding="utf-8"))
-    nb = copy.deepcopy(release)
-    for cell in nb["cells"]:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if grade_id in learner.cells:
-            cell["source"] = learner.cells[grade_id]
-    return ac.dumps(nb)
 
 
 class Graded:
@@ -166,45 +103,3 @@ def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
             if (r.status == "passed") != graded_pass:
                 differ.append((learner.lab, learner.name, r.grade_id, r.status, cells[r.grade_id]["message"][:200]))
     assert differ == []
-
-
-def test_validate_in_the_learners_kernel_agrees_with_the_judge_on_honest_work(graded, tmp_path):
-    """Validate в JupyterLab исполняет тесты в ядре слушателя (как ``nbgrader autograde``); честной работе
-    он обязан дать тот же итог, что судья: все автоматические баллы."""
-    import os
-    import subprocess
-    import sys
-
-    from nbgrader.api import Gradebook
-
-    honest = [learner for learner in ALL if learner.expect_full]
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env["AUTOGRADE_ALLOW_NBGRADER"] = "1"  # курс запрещает nbgrader autograde; здесь он — то, что делает Validate
-
-    def validate(lab: str) -> dict[str, list[str]]:
-        """Своя копия курса на лабораторную: две лабораторные идут параллельно, у каждой своя база оценок."""
-        course = ac.course_copy(tmp_path / lab)
-        group = [learner for learner in honest if learner.lab == lab]
-        for learner in group:
-            folder = course / "autograde" / "submitted" / learner.name / lab
-            folder.mkdir(parents=True)
-            (folder / f"{lab}.ipynb").write_bytes(notebook(learner))
-        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--force", "--log-level=ERROR"],
-                       cwd=course, check=True, capture_output=True, env=env)
-        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", lab, "--log-level=ERROR"], cwd=course,
-                       check=True, capture_output=True, env=env, timeout=1200)
-        failing = {}
-        with Gradebook(f"sqlite:///{course / 'autograde' / 'gradebook.db'}") as gb:
-            for learner in group:
-                submission = gb.find_submission(lab, learner.name)
-                lost_cells = [g.name for nb in submission.notebooks for g in nb.grades
-                              if g.cell_type == "code" and (g.auto_score or 0) < g.max_score]
-                if lost_cells:
-                    failing[f"{lab}:{learner.name}"] = lost_cells
-        return failing
-
-    lost = {}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for failing in pool.map(validate, sorted({learner.lab for learner in honest})):
-            lost.update(failing)
-    assert lost == {}
