@@ -425,8 +425,9 @@ def main(argv=None) -> int:
                   f"факт {chosen['facts']} из {chosen['n_facts']}, отказ {chosen['refused']} из {chosen['n_off']}\n")
         failures += _check_defaults(best_search, chosen)
         if args.only in (None, "final"):
-            print(f"3. Итог через командную строку на test-корпусе «{questions()['test']['corpus']}»\n")
-            corpus = export_corpus(questions()["test"]["corpus"], workdir)
+            test_corpus = questions()["test"]["corpus"]
+            print(f"3. Итог через командную строку на test-корпусе «{test_corpus}»\n")
+            corpus = export_corpus(test_corpus, workdir)
             new = final_figures(ROOT / "src", corpus, workdir)
             _print_final("новые умолчания ", new)
             if args.verbose:

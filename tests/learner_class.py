@@ -66,7 +66,6 @@ def learners(lab: str) -> list[Learner]:
     return list(found.values())
 
 
-
 def notebook(learner: Learner) -> bytes:
     release = json.loads((ROOT / "labs" / learner.lab / f"{learner.lab}.ipynb").read_text(encoding="utf-8"))
     nb = copy.deepcopy(release)

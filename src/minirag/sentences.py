@@ -141,10 +141,10 @@ def _units(text: str):
             flush()
         elif stripped.startswith("|"):
             flush()
-            following = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            cells = [cell.strip() for cell in stripped.strip("|").split("|")]
             if _TABLE_RULE_RE.match(stripped):
                 continue
+            cells = [cell.strip() for cell in stripped.strip("|").split("|")]
+            following = lines[i + 1].strip() if i + 1 < len(lines) else ""
             if following.startswith("|") and "-" in following and _TABLE_RULE_RE.match(following):
                 header = cells  # шапка таблицы: сама в ответ не идёт, её столбцы читаются с каждой строкой
                 units.append((" | ".join(cells), "heading"))
