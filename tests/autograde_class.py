@@ -216,6 +216,18 @@ def cases(lab: Lab, memory_mb: int = 512, cell_timeout: float = 5, host_targets:
     return out
 
 
+def reads_secrets(lab: Lab, secret_paths: tuple[str, ...]) -> Case:
+    """Работа, которая ищет решения на диске проверяющего: в курсе и в корне репозитория, откуда запущена
+    проверка (``python -m`` кладёт эту папку в sys.path). Нашла хоть одно — зависает, и статус не ok
+    (не os._exit: его заметил бы разбор кода, и сообщение было бы другим по другой причине)."""
+    code = ("import os\n"
+            f"_found = [p for p in {list(secret_paths)!r} if os.path.exists(p)]\n"
+            "while _found:\n    pass\n"
+            "print('решений не видно')")
+    return Case("reads_solutions", {f"{lab.lab}.ipynb": dumps(lab.add_cell(lab.notebook(), None, code))}, "ok",
+                lab.total(), "", "поиск решений на диске проверяющего")
+
+
 def write_outside(host_targets: tuple[str, ...]) -> str:
     """Код работы write_outside: пишет в систему, в HOME, в /tmp и по путям на диске проверяющего."""
     targets = ["/etc/autograde_pwned", "/usr/autograde_pwned", "~/autograde_pwned", "/tmp/autograde_pwned",

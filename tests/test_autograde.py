@@ -45,9 +45,9 @@ def lab():
     return ac.Lab()
 
 
-def class_cases(lab, host_targets=()):
+def class_cases(lab, host_targets=(), secret_paths=()):
     return (ac.cases(lab, memory_mb=512, cell_timeout=int(LIMITS[1]), host_targets=host_targets)
-            + ac.hostile_cases(lab) + ac.judge_attacks(lab))
+            + ac.hostile_cases(lab) + ac.judge_attacks(lab) + [ac.reads_secrets(lab, secret_paths)])
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,8 @@ def graded(tmp_path_factory, lab):
     course = ac.course_copy(tmp / "course")
     home_target = Path.home() / f"autograde_pwned_{os.getpid()}"
     host_targets = (str(course / "solutions" / "pwned.txt"), str(tmp / "class" / "pwned.txt"), str(home_target))
-    cases = class_cases(lab, host_targets)
+    secret_paths = tuple(str(root / "solutions" / LAB / f"{LAB}.ipynb") for root in (course, ROOT))
+    cases = class_cases(lab, host_targets, secret_paths)
     submissions = ac.write_class(tmp / "class", cases)
     before = snapshot(submissions)
     result = cli("grade", LAB, "--submissions", submissions, "--course", course, "--workers", "2", *LIMITS)
@@ -577,6 +578,39 @@ def test_grade_refuses_without_a_sandbox_and_says_how_to_install(graded, tmp_pat
     assert result.returncode == 3
     assert "bubblewrap" in result.stderr and "apt-get install bubblewrap" in result.stderr
     assert "--no-sandbox" in result.stderr
+
+
+def test_the_folder_grading_starts_in_is_not_mounted_in_the_sandbox(tmp_path, monkeypatch):
+    """``python -m autograde`` кладёт в sys.path текущую папку — у тестов и у преподавателя это корень
+    репозитория с его solutions/. Песочница получает только то, что нужно новому интерпретатору."""
+    from autograde.sandbox.policy import python_paths
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mounted = python_paths([])
+    inside = [m for m in mounted for folder in (tmp_path, ROOT / "solutions")
+              if folder == Path(m) or Path(m) in folder.parents]
+    assert not inside, mounted
+    assert os.path.realpath(sys.prefix) in mounted
+
+
+def test_a_python_folder_closed_to_others_stops_grading_with_the_fix(tmp_path, monkeypatch):
+    """Под root ядро работает от своего uid: venv в папке 700 внутри не запустится. Вместо «ядро не
+    запустилось (код 127)» у каждой работы — отказ до начала, с папкой и командой chmod."""
+    from autograde import sandbox
+    from autograde.sandbox import policy
+
+    if sandbox_problem() is not None:
+        pytest.skip(sandbox_problem())
+    venv = tmp_path / "venv"
+    (venv / "lib" / "site-packages").mkdir(parents=True)
+    venv.chmod(0o700)
+    monkeypatch.setattr(policy.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(policy, "interpreter_path", lambda executable: (str(venv / "lib" / "site-packages"),))
+    monkeypatch.setattr(sandbox, "python_paths", lambda exclude: [str(venv)])
+    problem = sandbox.check_sandbox([])
+    assert problem is not None and f"chmod o+rx {venv}" in problem, problem
+    venv.chmod(0o755)
+    assert policy.closed_to_sandbox([str(venv)]) == []
 
 
 def test_no_sandbox_works_only_when_asked_and_is_reported(lab, tmp_path):

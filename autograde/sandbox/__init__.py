@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 from .launch import start
-from .policy import HOME, INSTALL_HINT, Limits, bwrap_argv, python_paths, sandbox_env, seccomp_program
+from .policy import (HOME, INSTALL_HINT, Limits, bwrap_argv, closed_to_sandbox, python_paths, sandbox_env,
+                     seccomp_program)
 from .process import Process, SandboxError
 
 __all__ = ["INSTALL_HINT", "Limits", "Process", "SandboxError", "check_sandbox", "start"]
@@ -42,6 +43,13 @@ def check_sandbox(exclude: list[Path] | None = None) -> str | None:
         seccomp = seccomp_program()
     except (ImportError, OSError, AttributeError) as exc:
         return f"Не собрать фильтр системных вызовов (libseccomp): {exc}. " + INSTALL_HINT
+    python_dirs = python_paths(exclude or [])
+    closed = closed_to_sandbox(python_dirs)
+    if closed:
+        shown = ", ".join(closed[:3]) + (f" и ещё {len(closed) - 3}" if len(closed) > 3 else "")
+        return (f"Python не виден из песочницы: под root код слушателей запускается от отдельного пользователя, "
+                f"а эти папки закрыты для «прочих» (нет прав r и x): {shown}. Откройте: chmod o+rx {closed[0]} "
+                f"(или поставьте курс и его .venv в папку с правами 755).")
     with tempfile.TemporaryDirectory(prefix="autograde-probe-") as tmp:
         marker = Path(tmp) / "probe.txt"
         marker.write_text("ok")
@@ -51,7 +59,7 @@ def check_sandbox(exclude: list[Path] | None = None) -> str | None:
         os.close(sec_w)
         os.close(stub_w)
         argv = bwrap_argv(files={"probe.txt": marker}, workdir_name="probe", limits=Limits(),
-                          python_dirs=python_paths(exclude or []), env=sandbox_env(HOME), hide_reference=False,
+                          python_dirs=python_dirs, env=sandbox_env(HOME), hide_reference=False,
                           fds={"info": info_w, "seccomp": sec_r, "reference_stub": stub_r},
                           command=[sys.executable, "-I", "-c", PROBE])
         try:

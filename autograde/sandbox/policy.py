@@ -16,9 +16,12 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,14 +97,27 @@ def seccomp_program() -> bytes:
         os.close(read)
 
 
+@functools.lru_cache(maxsize=None)
+def interpreter_path(executable: str) -> tuple[str, ...]:
+    """``sys.path`` нового интерпретатора ``executable``, каким его увидит ядро в песочнице.
+
+    Не ``sys.path`` этого процесса: ``python -m autograde`` кладёт туда текущую папку, и песочница
+    получила бы, например, весь корень репозитория вместе с его ``solutions/``. ``-I`` — без текущей
+    папки, PYTHONPATH и пользовательского site (внутри их тоже нет: окружение чистое, HOME пустой).
+    """
+    result = subprocess.run([executable, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
+                            capture_output=True, text=True, timeout=60, check=True)
+    return tuple(json.loads(result.stdout))
+
+
 def python_paths(exclude: list[Path]) -> list[str]:
-    """Папки, без которых не запустится Python: venv, базовый интерпретатор, sys.path, minirag.
+    """Папки, без которых не запустится Python: venv, базовый интерпретатор, его sys.path, minirag.
 
     Папку, внутри которой лежит что-то из ``exclude`` (решения, база оценок, сдачи), не монтируем.
     """
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   str(Path(sys.executable).parent), str(Path(os.path.realpath(sys.executable)).parent.parent)}
-    candidates.update(p for p in sys.path if p and os.path.isabs(p))
+    candidates.update(p for p in interpreter_path(sys.executable) if p and os.path.isabs(p))
     package = reference_package()
     if package is not None:
         candidates.add(str(package.parent))
@@ -115,6 +131,33 @@ def python_paths(exclude: list[Path]) -> list[str]:
             continue
         chosen.append(str(real))
     return [p for p in chosen if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in chosen)]
+
+
+def closed_to_sandbox(mounted: list[str]) -> list[str]:
+    """Папки Python, которые под root не откроет пользователь песочницы (нет прав r/x для «прочих»).
+
+    Под root ядро и судья работают от своего непривилегированного uid, а права файлов привязка не
+    меняет: venv в папке с правами 700 (клон в ``mktemp -d``, umask 077) внутри не запустится.
+    Проверяем путь от точки монтирования до интерпретатора и до каждой папки его ``sys.path``;
+    папки выше точки монтирования bwrap создаёт сам, с правами 755.
+    """
+    if os.geteuid() != 0:
+        return []
+    targets = {os.path.realpath(sys.executable)}
+    targets.update(os.path.realpath(p) for p in interpreter_path(sys.executable) if os.path.isdir(p))
+    closed = []
+    for target in sorted(targets):
+        root = next((m for m in mounted if target == m or target.startswith(m.rstrip("/") + "/")), None)
+        if root is None:
+            continue
+        parts = Path(target).relative_to(root).parts
+        chain = [Path(root, *parts[:i]) for i in range(len(parts) + 1)]
+        for folder in chain:
+            mode = folder.stat().st_mode
+            need = 0o005 if folder.is_dir() else 0o001  # папку — читать и входить, программу — запускать
+            if mode & need != need and str(folder) not in closed:
+                closed.append(str(folder))
+    return closed
 
 
 def reference_package() -> Path | None:
