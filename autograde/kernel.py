@@ -84,6 +84,8 @@ class KernelSession:
         request = Request(self, source, index, sink, deadline, history)
         while not request.done:
             request.pump(WATCH_EVERY)
+        if getattr(sink, "flooded", False):  # один print больше лимита — одно сообщение, и ячейка уже кончилась
+            raise self.stop("output", index)
         return request.finish()
 
     def close(self) -> None:

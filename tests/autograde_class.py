@@ -171,6 +171,10 @@ def cases(lab: Lab, memory_mb: int = 512, cell_timeout: float = 5, host_targets:
                     f"превышен лимит памяти {memory_mb} МБ", "бомба памяти"))
     nb = lab.add_cell(lab.notebook(), None, "while True:\n    print('x' * 10000)")
     out.append(Case("output_flood", {name: dumps(nb)}, "killed", lab.total(), "вывел больше 2048 КБ", "поток вывода"))
+    # одно сообщение больше лимита: ячейка кончается раньше, чем проверка успевает заметить поток
+    nb = lab.add_cell(lab.notebook(), None, "print('начало')\nprint('x' * 3_000_000)")
+    out.append(Case("one_huge_print", {name: dumps(nb)}, "killed", lab.total(), "вывел больше 2048 КБ",
+                    "один print больше лимита"))
     nb = lab.add_cell(lab.notebook(), "setup", "import sys\nsys.exit('не хочу, чтобы меня проверяли')")
     out.append(Case("sys_exit", {name: dumps(nb)}, "ok", lab.total(), "«import sys»): sys.exit()", "sys.exit"))
     nb = lab.add_cell(lab.notebook(), "cosine_hidden", "import os\nos._exit(0)")
