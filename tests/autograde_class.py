@@ -198,7 +198,6 @@ def cases(lab: Lab, memory_mb: int = 512, cell_timeout: float = 5, host_targets:
     answers = dict(lab.solutions)
     answers["cosine"] = ALWAYS_EQUAL + "def cosine(a, b):\n    return _Answer()\n"
     answers["check_citations"] = lab.solutions["check_citations"] + "\n\ncheck_citations = lambda answer, hits: _Answer()\n"
-    answers["cosine"] = answers["cosine"]
     out.append(Case("always_equal", {name: dumps(lab.notebook(answers))}, "ok", lab.total(["cosine", "check_citations"]),
                     "подозрительные конструкции в решении: __eq__", "__eq__ всегда True"))
     answers = dict(lab.solutions, l2_normalize="def l2_normalize(x):\n    return np.asarray(x, dtype=float)\n"
