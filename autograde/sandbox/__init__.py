@@ -14,8 +14,16 @@ import tempfile
 from pathlib import Path
 
 from .launch import start
-from .policy import (HOME, INSTALL_HINT, Limits, bwrap_argv, closed_to_sandbox, python_paths, sandbox_env,
-                     seccomp_program)
+from .policy import (
+    HOME,
+    INSTALL_HINT,
+    Limits,
+    bwrap_argv,
+    closed_to_sandbox,
+    python_paths,
+    sandbox_env,
+    seccomp_program,
+)
 from .process import Process, SandboxError
 
 __all__ = ["INSTALL_HINT", "Limits", "Process", "SandboxError", "check_sandbox", "start"]

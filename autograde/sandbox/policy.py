@@ -97,7 +97,7 @@ def seccomp_program() -> bytes:
         os.close(read)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def interpreter_path(executable: str) -> tuple[str, ...]:
     """``sys.path`` нового интерпретатора ``executable``, каким его увидит ядро в песочнице.
 
