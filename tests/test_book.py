@@ -1,7 +1,8 @@
 """Книга: ноутбуки без выходов, оглавление полное, сборка с -W без ошибок, и настоящий браузер.
 
-Сборка (`jupyter-book build` с -W -n --keep-going в свежую папку) идёт один раз на сессию
-тестов; её HTML проверяют и разбором файлов, и в headless Chromium.
+Сборка (`jupyter-book build` с -W -n --keep-going) — та, что сделала первая команда README, если после
+неё ничего не менялось, иначе новая в свежую папку, один раз на сессию тестов; её HTML проверяют и
+разбором файлов, и в headless Chromium.
 """
 
 from __future__ import annotations
@@ -154,10 +155,33 @@ def _cache_is_fresh(cache: Path) -> bool:
     return all(p.stat().st_mtime < built for p in sources)
 
 
+def _readme_build_is_current(html: Path) -> bool:
+    """Сборка первой команды README (``_build/html``) годится тестам, если она закончена (``.buildinfo``
+    Sphinx пишет последним), без отчётов об упавших ячейках и моложе каждого файла репозитория под git и
+    установленных пакетов. Правка главы, библиотеки, теста или pip install после сборки — собираем заново.
+    Чего так не узнать: дала ли та сборка предупреждения -W; это видно в выводе самой первой команды (и CI
+    падает на ней)."""
+    info = html / ".buildinfo"
+    if not info.is_file() or any((html / "reports").rglob("*.log")):
+        return False
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
+    if listed.returncode != 0:
+        return False
+    built = info.stat().st_mtime
+    sources = [ROOT / name for name in listed.stdout.decode("utf-8", "replace").split("\0") if name]
+    sources.append(Path(sysconfig.get_paths()["purelib"]))  # папка пакетов меняется при каждой установке
+    return all(p.stat().st_mtime < built for p in sources if p.exists())
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
-    """Книга, собранная заново в пустую папку (-W). Главы, которые первая команда README только что исполнила,
-    берутся из её кэша (он по содержимому ноутбука; если библиотека новее кэша — исполняется всё)."""
+    """Книга, собранная с -W. Если первая команда README уже собрала её и с тех пор ничего не менялось
+    (так в CI и у новичка: команды идут подряд), проверяется её ``_build/html`` — то, что публикуется;
+    иначе книга собирается заново в пустую папку, а главы, которые та команда исполнила, берутся из её
+    кэша (он по содержимому ноутбука; если библиотека новее кэша — исполняется всё)."""
+    html = ROOT / "_build" / "html"
+    if _readme_build_is_current(html):
+        return html
     out = tmp_path_factory.mktemp("book")
     cache = ROOT / "_build" / ".jupyter_cache"
     if _cache_is_fresh(cache):
