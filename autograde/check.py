@@ -59,6 +59,7 @@ class Report:
     results: list[CheckResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     sandboxed: bool = True
+    sandbox_problem: str = ""  # почему без песочницы: нет bwrap, закрыта папка Python, запрещены user namespaces
 
     @property
     def ok(self) -> bool:
@@ -99,12 +100,13 @@ def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
     if not release.is_file():
         raise CourseError(f"Нет выданной версии {release}: python -m autograde release {lab_name}.")
     master = build_master(release, lab_name, course.config)
-    sandboxed = check_sandbox(course.secrets()) is None
+    problem = check_sandbox(course.secrets())
+    sandboxed = problem is None
     lab = course.lab(lab_name)
     ctx = Context(master, course.settings.limits, sandboxed, course.settings.kernel_args, lab.release_files(),
                   course.secrets(), hide_reference=False)
     outcome = grade(Task("self", "self", "", notebook.read_bytes()), ctx, slot)
-    report = Report(notebook, sandboxed=sandboxed)
+    report = Report(notebook, sandboxed=sandboxed, sandbox_problem=problem or "")
     result = outcome.result
     if result.status == "error" and result.unexecuted:
         raise CourseError(f"Ноутбук {notebook} не проверить: {result.message}")
@@ -165,8 +167,10 @@ def _fmt(points: float) -> str:
 
 
 def render(report: Report) -> str:
-    how = "в песочнице bubblewrap" if report.sandboxed else "без песочницы (bubblewrap не найден): обычными процессами"
+    how = "в песочнице bubblewrap" if report.sandboxed else "без песочницы, обычными процессами"
     lines = [f"Проверка {report.notebook} — тем же движком, что у преподавателя, {how}", ""]
+    if not report.sandboxed and report.sandbox_problem:
+        lines[1:1] = [f"Почему без песочницы: {report.sandbox_problem}", ""]
     width = max(len(label) for label in LABELS.values())
     for r in report.results:
         if r.title.startswith(WRITTEN):

@@ -391,6 +391,21 @@ def test_checker_shows_the_assertion_message_of_a_wrong_solution(tmp_path):
     assert "дала nan" in result.stdout and "Нулевой вектор должен остаться нулевым" in result.stdout
 
 
+def test_checker_without_a_sandbox_says_why_and_still_checks(tmp_path):
+    """Без bwrap (или с закрытой папкой Python под root) самопроверка идёт обычными процессами и называет
+    причину, а не гадает «bubblewrap не найден»."""
+    lab = "lab01_mini_rag"
+    (tmp_path / "bin").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PATH"] = str(tmp_path / "bin")
+    result = subprocess.run([sys.executable, "-m", "autograde", "check", str(ROOT / "solutions" / lab / f"{lab}.ipynb")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "без песочницы, обычными процессами" in result.stdout
+    assert "Почему без песочницы: Не найден bubblewrap (bwrap)" in result.stdout
+    assert "можно сдавать" in result.stdout
+
+
 def test_checker_reports_a_missing_notebook_with_exit_code_2(tmp_path):
     result = check(tmp_path / "нет.ipynb")
     assert result.returncode == 2 and "Нет ноутбука" in result.stderr
