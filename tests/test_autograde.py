@@ -608,7 +608,7 @@ def test_a_python_folder_closed_to_others_stops_grading_with_the_fix(tmp_path, m
     monkeypatch.setattr(policy, "interpreter_path", lambda executable: (str(venv / "lib" / "site-packages"),))
     monkeypatch.setattr(sandbox, "python_paths", lambda exclude: [str(venv)])
     problem = sandbox.check_sandbox([])
-    assert problem is not None and f"chmod o+rx {venv}" in problem, problem
+    assert problem is not None and f"chmod -R o+rX {venv}" in problem, problem
     venv.chmod(0o755)
     assert policy.closed_to_sandbox([str(venv)]) == []
 

@@ -56,8 +56,8 @@ def check_sandbox(exclude: list[Path] | None = None) -> str | None:
     if closed:
         shown = ", ".join(closed[:3]) + (f" и ещё {len(closed) - 3}" if len(closed) > 3 else "")
         return (f"Python не виден из песочницы: под root код слушателей запускается от отдельного пользователя, "
-                f"а эти папки закрыты для «прочих» (нет прав r и x): {shown}. Откройте: chmod o+rx {closed[0]} "
-                f"(или поставьте курс и его .venv в папку с правами 755).")
+                f"а эти папки закрыты для «прочих» (нет прав r и x): {shown}. Откройте их вместе с содержимым: "
+                f"chmod -R o+rX {closed[0]}")
     with tempfile.TemporaryDirectory(prefix="autograde-probe-") as tmp:
         marker = Path(tmp) / "probe.txt"
         marker.write_text("ok")
