@@ -71,11 +71,11 @@ def release_nb(lab: str) -> dict:
     return load(ROOT / "labs" / lab / f"{lab}.ipynb")
 
 
-def run(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+def run(args: list[str], cwd: Path, timeout: int = 600, path: str = "/usr/local/bin:/usr/bin:/bin") -> subprocess.CompletedProcess:
     """Команда как у преподавателя: окружение не активировано. nbgrader autograde здесь — то же, что делает
     Validate в JupyterLab (тесты в ядре слушателя), поэтому запрет курса на него снят (AUTOGRADE_ALLOW_NBGRADER)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
-    env.update(PATH="/usr/local/bin:/usr/bin:/bin", AUTOGRADE_ALLOW_NBGRADER="1")
+    env.update(PATH=path, AUTOGRADE_ALLOW_NBGRADER="1")
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -395,11 +395,9 @@ def test_checker_without_a_sandbox_says_why_and_still_checks(tmp_path):
     """Без bwrap (или с закрытой папкой Python под root) самопроверка идёт обычными процессами и называет
     причину, а не гадает «bubblewrap не найден»."""
     lab = "lab01_mini_rag"
-    (tmp_path / "bin").mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env["PATH"] = str(tmp_path / "bin")
-    result = subprocess.run([sys.executable, "-m", "autograde", "check", str(ROOT / "solutions" / lab / f"{lab}.ipynb")],
-                            cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    (tmp_path / "bin").mkdir()  # PATH без bwrap
+    result = run([sys.executable, "-m", "autograde", "check", str(ROOT / "solutions" / lab / f"{lab}.ipynb")],
+                 cwd=ROOT, path=str(tmp_path / "bin"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "без песочницы, обычными процессами" in result.stdout
     assert "Почему без песочницы: Не найден bubblewrap (bwrap)" in result.stdout
