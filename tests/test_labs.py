@@ -697,52 +697,6 @@ def lab5_folder(monkeypatch):
     monkeypatch.setenv("AUTOGRADE_NOTEBOOK", str(ROOT / "solutions" / LAB5 / f"{LAB5}.ipynb"))
 
 
-LAB5_HONEST = {  # numpy вместо циклов, ln как разность логарифмов, argsort вместо sorted, ничьи явным ключом
-    "idf": """
-import numpy as np
-
-
-def okapi_idf(corpus_tokens):
-    vocab = sorted({word for doc in corpus_tokens for word in doc})
-    df = np.array([sum(word in doc for doc in corpus_tokens) for word in vocab], dtype=float)
-    raw = np.log(len(corpus_tokens) - df + 0.5) - np.log(df + 0.5)
-    return dict(zip(vocab, np.where(raw < 0, OKAPI_EPSILON * raw.mean(), raw).tolist()))
-""",
-    "bm25": """
-def bm25_scores(query_tokens, corpus_tokens, k1=K1, b=B):
-    idf = okapi_idf(corpus_tokens)
-    lengths = np.array([len(doc) for doc in corpus_tokens], dtype=float)
-    total = np.zeros(len(corpus_tokens))
-    for word in query_tokens:
-        tf = np.array([doc.count(word) for doc in corpus_tokens], dtype=float)
-        denominator = tf + k1 * (1 - b + b * lengths / lengths.mean())
-        total += idf.get(word, 0.0) * np.divide(tf * (k1 + 1), denominator, out=np.zeros_like(tf), where=tf > 0)
-    return total
-""",
-    "top": """
-def bm25_top(query, n=CANDIDATES):
-    scores = np.asarray(bm25_scores(tokenize(query), CHUNK_TOKENS))
-    order = np.argsort(-scores, kind="stable")
-    return [KEYS[i] for i in order if scores[i] > 0][:n]
-""",
-    "fusion": """
-def rrf(rankings, rank_constant=RANK_CONSTANT):
-    first, total = {}, {}
-    for ranking in rankings:
-        for position, key in enumerate(ranking):
-            first.setdefault(key, len(first))
-            total[key] = total.get(key, 0) + 1 / (rank_constant + position + 1)
-    return [(key, total[key]) for key in sorted(total, key=lambda key: (-total[key], first[key]))]
-""",
-}
-
-
-def test_lab5_honest_numpy_and_loop_variants_earn_every_point(lab5_folder):
-    namespace = run_until(LAB5, "table", replace=LAB5_HONEST)
-    for grade_id in LAB5_CHECKS:
-        run_check(LAB5, namespace, grade_id)
-
-
 _IDF_HEAD = """
 def okapi_idf(corpus_tokens):
     n_docs = len(corpus_tokens)
