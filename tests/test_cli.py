@@ -12,6 +12,7 @@ from fakes import ENV, FakeServer, dead_url
 
 from minirag import HashEmbedder, Index, NavecEmbedder, evaluate, hybrid_search, index_bm25, store, tokenize
 from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, DEV_HIT3, EMBEDDERS, main
+from minirag.calibrate import EVIDENCE_QUANTILE, Calibration
 from minirag.data import DEMO_DEV, DEMO_DOCS
 
 
@@ -140,8 +141,40 @@ def test_the_calibrated_threshold_is_stored_with_the_index_and_reused_by_ask(bui
     assert store.read_meta(index)["embedder"] == DEFAULT_EMBEDDER
     assert threshold_printed(result.stdout) == f"{calibration['threshold']:.3f}"
     assert calibration["n_queries"] == 120 and 0 < calibration["threshold"] < 1
+    assert calibration["evidence_quantile"] == EVIDENCE_QUANTILE and 0 < calibration["evidence"] <= 1
     out = run("ask", "Сколько календарных дней длится отпуск?", "--index", str(index)).stdout
     assert threshold_printed(out) == f"{calibration['threshold']:.3f}" and "калиброван при индексировании" in out
+    assert f"вторые ворота — доля веса слов вопроса в одном предложении не меньше {calibration['evidence']:.2f}" in out
+
+
+def calibrated_index(tmp_path, **calibration):
+    """Индекс демо-корпуса с эмбеддером по умолчанию и заданной калибровкой в файле (как её пишет index)."""
+    values = {"threshold": 0.99, "quantile": 0.95, "n_queries": 120, "median": 0.1, "maximum": 0.3, **calibration}
+    index = Index.build(DEMO_DOCS, EMBEDDERS[DEFAULT_EMBEDDER](), headers=True)
+    return index.save(tmp_path / "cal.minirag", meta={"embedder": DEFAULT_EMBEDDER,
+                                                        "calibration": Calibration(**values).to_dict()})
+
+
+def test_the_evidence_gate_answers_a_question_whose_words_stand_in_one_sentence(tmp_path):
+    path = calibrated_index(tmp_path, evidence=0.5, evidence_quantile=0.99)
+    out = run("ask", "Сколько календарных дней длится ежегодный отпуск?", "--index", str(path)).stdout
+    assert re.search(r"Найдено \(cosine, k=20; лучший чанк \(0\.\d{3}\) ниже порога 0\.990, но в одном предложении "
+                     r"\d+% веса слов вопроса — не меньше вторых ворот 50%\):", out), out
+    assert "28 календарных дней [1]" in out
+    out = run("ask", "Как сварить гречневую кашу на воде?", "--index", str(path)).stdout
+    assert re.search(r"Не найдено: лучший чанк \(0\.\d{3}\) ниже порога 0\.990, и ни в одном предложении 20 лучших "
+                     r"чанков нет 50% веса слов вопроса \(вторые ворота\)", out), out
+    assert "Ответ (extractive):\n  В контексте ответа нет." in out
+
+
+def test_an_index_calibrated_before_the_evidence_gate_keeps_the_cosine_gate_only(tmp_path):
+    path = calibrated_index(tmp_path)  # калибровка без evidence — как у индексов прежней версии
+    out = run("ask", "Сколько календарных дней длится ежегодный отпуск?", "--index", str(path)).stdout
+    assert "Не найдено: ни один чанк не прошёл порог 0.990" in out and "вторые ворота" not in out
+    # --threshold задаёт ворота целиком: вторых ворот из калибровки тогда нет
+    path = calibrated_index(tmp_path, evidence=0.01, evidence_quantile=0.99)
+    out = run("ask", "Сколько календарных дней длится ежегодный отпуск?", "--index", str(path), "--threshold", "0.99").stdout
+    assert "Не найдено: ни один чанк не прошёл порог 0.990" in out
 
 
 def test_threshold_on_the_command_line_overrides_the_calibration(built):
@@ -155,7 +188,7 @@ def test_threshold_on_the_command_line_overrides_the_calibration(built):
 def test_an_off_topic_question_is_refused_with_the_refusal_phrase(built):
     _, index, _ = built
     out = run("ask", "Кто выиграл кубок по хоккею в прошлом сезоне?", "--index", str(index)).stdout
-    assert "Не найдено: ни один чанк не прошёл порог" in out
+    assert "Не найдено: лучший чанк" in out and "(вторые ворота) — вопрос не похож на документы индекса." in out
     assert "Ответ (extractive):\n  В контексте ответа нет." in out and "Цитаты в порядке: честный отказ." in out
     # чанки нашлись (порог снят), но ни одно предложение не содержит слов вопроса — тоже отказ, с причиной
     out = run("ask", "Кто выиграл кубок по хоккею?", "--index", str(index), "--threshold", "-1").stdout
@@ -169,7 +202,7 @@ def test_one_shared_common_word_does_not_make_an_answer(built):
     _, index, _ = built
     out = run("ask", "Сколько дней идёт поезд до Казани?", "--index", str(index), "--threshold", "-1").stdout
     assert "Найдено (cosine" in out and "Ответ (extractive):\n  В контексте ответа нет." in out
-    assert "Причина: ни в одном предложении найденных чанков нет слов вопроса хотя бы на 34% их веса" in out
+    assert "Причина: ни в одном предложении найденных чанков нет слов вопроса хотя бы на 45% их веса" in out
     out = run("ask", "Сколько дней длится отпуск?", "--index", str(index), "--threshold", "-1").stdout
     assert "Ежегодный отпуск длится 28 календарных дней [1]." in out
 

@@ -36,6 +36,24 @@ def test_answer_with_a_retriever_refuses_below_the_gate_and_quotes_above_it():
     assert "28 календарных дней [1]" in result.text and len(result.hits) == 5 and result.citations.ok
 
 
+def test_the_evidence_gate_opens_a_question_below_the_threshold_when_one_sentence_holds_its_words():
+    best = float(INDEX.scores(QUERY).max())
+    hits = Retriever(INDEX).search(QUERY, k=5)
+    share = Retriever(INDEX).evidence_of(QUERY, hits)
+    assert 0.5 < share <= 1.0  # «отпуск», «длится», «ежегодный», «дней» стоят в одном предложении
+    assert Retriever(INDEX, evidence=share).search(QUERY, k=5, threshold=best + 0.01) == hits
+    assert Retriever(INDEX, evidence=min(1.0, share + 0.01)).search(QUERY, k=5, threshold=best + 0.01) == []
+    # вопрос не о корпусе: ни косинуса, ни слов в одном предложении
+    off = "Как сварить гречневую кашу на воде?"
+    assert Retriever(INDEX, evidence=0.5).search(off, k=5, threshold=best) == []
+    assert "evidence=0.5" in repr(Retriever(INDEX, evidence=0.5))
+
+
+def test_an_evidence_share_outside_zero_to_one_is_explained():
+    with pytest.raises(MiniRagError, match="evidence"):
+        Retriever(INDEX, evidence=1.5)
+
+
 def test_an_unknown_method_is_explained():
     with pytest.raises(MiniRagError, match="method должен быть одним из 'cosine', 'bm25', 'hybrid'"):
         Retriever(INDEX, "bm42")

@@ -9,7 +9,7 @@
 вопросов на 30 тем (кулинария, спорт, здоровье, ремонт, путешествия, животные…), написанных
 для курса. Каждый ищется в индексе, и его лучшая оценка (косинус лучшего чанка) — это то,
 сколько набирает вопрос «ни о чём» в этом корпусе. Порог — квантиль ``QUANTILE`` этих оценок
-(0.95): выше него оказываются лишь 5 % вопросов не о корпусе, и это не обязательно ошибка — на
+(0.9): выше него оказываются лишь 10 % вопросов не о корпусе, и это не обязательно ошибка — на
 кулинарном корпусе кулинарные вопросы образца и правда о нём, поэтому берётся квантиль, а не
 максимум. Вопрос пользователя, у которого лучший чанк ниже порога, получает отказ: в корпусе
 нет ничего похожего сильнее, чем у случайного бытового вопроса.
@@ -21,7 +21,14 @@
 ``index``. Чего калибровка не умеет: отличить вопрос о теме корпуса, ответа на который в нём нет
 («сколько стоит обед в столовой» в правилах компании), — у него оценка как у вопроса с ответом;
 такие ловит уже экстрактивный генератор, когда ни одно предложение не содержит слов вопроса.
-Модуль ничего не сохраняет сам: порог кладёт в файл индекса ``python -m minirag index``.
+
+Второй порог — ``evidence``, для вторых ворот ``Retriever``: короткий вопрос к длинному чанку набирает
+низкий косинус, даже когда все его слова стоят в одном предложении. Для каждого вопроса образца берутся
+его ``EVIDENCE_K`` лучших чанков и доля веса его слов в лучшем их предложении (``sentences.best_coverage``);
+порог — квантиль ``EVIDENCE_QUANTILE`` (0.99) этих долей. Вопрос ниже первого порога проходит, если
+одно предложение набрало долю не меньше второго: столько слов вопроса в одном месте почти не собирает
+вопрос «ни о чём». Квантиль выше, чем у косинуса: эти ворота открывают вопрос, отвергнутый первыми.
+Модуль ничего не сохраняет сам: пороги кладёт в файл индекса ``python -m minirag index``.
 """
 
 from __future__ import annotations
@@ -32,9 +39,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .errors import MiniRagError
-from .validate import require_number, require_texts
+from .retrieve import Retriever
+from .validate import require_k, require_number, require_texts
 
-QUANTILE = 0.95  # выбран на dev-части вопросов benchmarks/ask_questions.json (benchmarks/bench_ask.py)
+QUANTILE = 0.9  # выбран на dev-части вопросов benchmarks/ask_questions.json (benchmarks/bench_ask.py)
+EVIDENCE_QUANTILE = 0.99  # выбран там же
+EVIDENCE_K = 20  # столько чанков отдаёт генератору python -m minirag ask: их предложения и меряются
 
 UNRELATED = tuple(line.strip() for line in """
 Как сварить гречневую кашу на воде?
@@ -162,7 +172,9 @@ UNRELATED = tuple(line.strip() for line in """
 
 @dataclass(frozen=True)
 class Calibration:
-    """Итог калибровки: порог и из чего он получен (квантиль, число вопросов, медиана и максимум их оценок).
+    """Итог калибровки: порог и из чего он получен (квантиль, число вопросов, медиана и максимум их оценок);
+    ``evidence`` — порог вторых ворот (доля веса слов вопроса в одном предложении) и его квантиль
+    ``evidence_quantile``; у индексов, построенных до вторых ворот, их нет (``None``).
 
     Пример: ``Calibration.from_dict(calibrate(index).to_dict()) == calibrate(index)`` → ``True``.
     Глава 3. Top-k и порог.
@@ -173,6 +185,8 @@ class Calibration:
     n_queries: int
     median: float
     maximum: float
+    evidence: float | None = None
+    evidence_quantile: float | None = None
 
     def to_dict(self) -> dict:
         """Словарь для manifest.json файла индекса."""
@@ -183,6 +197,7 @@ class Calibration:
         """Калибровка из словаря ``to_dict``; чужой или битый словарь — ``MiniRagError``."""
         try:
             values = {name: raw[name] for name in ("threshold", "quantile", "n_queries", "median", "maximum")}
+            values |= {name: raw[name] for name in ("evidence", "evidence_quantile") if raw.get(name) is not None}
             return cls(**{name: (int(v) if name == "n_queries" else require_number(v, name))
                           for name, v in values.items()})
         except (KeyError, TypeError, ValueError) as exc:
@@ -190,8 +205,12 @@ class Calibration:
                                f"python -m minirag index.") from None
 
     def __str__(self) -> str:
-        return (f"квантиль {self.quantile:g} лучших оценок {self.n_queries} вопросов не о корпусе "
+        text = (f"квантиль {self.quantile:g} лучших оценок {self.n_queries} вопросов не о корпусе "
                 f"(их медиана {self.median:.3f}, максимум {self.maximum:.3f})")
+        if self.evidence is not None:
+            text += (f"; вторые ворота — доля веса слов вопроса в одном предложении не меньше {self.evidence:.2f} "
+                     f"(квантиль {self.evidence_quantile:g} таких долей у тех же вопросов)")
+        return text
 
 
 def unrelated_scores(index, questions: Sequence[str] = UNRELATED) -> np.ndarray:
@@ -205,14 +224,35 @@ def unrelated_scores(index, questions: Sequence[str] = UNRELATED) -> np.ndarray:
     return np.array([hits[0].score if hits else 0.0 for hits in index.search_many(questions, k=1)])
 
 
-def calibrate(index, *, quantile: float = QUANTILE, questions: Sequence[str] = UNRELATED) -> Calibration:
-    """Порог отказа для этого индекса: квантиль ``quantile`` лучших оценок вопросов не о корпусе.
+def unrelated_evidence(index, questions: Sequence[str] = UNRELATED, k: int = EVIDENCE_K) -> np.ndarray:
+    """Доля веса слов каждого вопроса ``questions`` в лучшем предложении его ``k`` лучших чанков (косинус).
+
+    Пример: ``unrelated_evidence(index).max() <= 1`` → ``True``. Глава 3. Top-k и порог.
+    """
+    questions = require_texts(list(questions), "questions")
+    if not questions:
+        raise MiniRagError("Нужен хотя бы один вопрос не о корпусе: передай, например, UNRELATED.")
+    retriever = Retriever(index)
+    k = require_k(k)
+    return np.array([retriever.evidence_of(q, retriever.search(q, k=k)) for q in questions])
+
+
+def calibrate(index, *, quantile: float = QUANTILE, questions: Sequence[str] = UNRELATED,
+              evidence_quantile: float | None = EVIDENCE_QUANTILE, k: int = EVIDENCE_K) -> Calibration:
+    """Пороги отказа для этого индекса: квантиль ``quantile`` лучших оценок вопросов не о корпусе и квантиль
+    ``evidence_quantile`` их долей в лучшем предложении ``k`` чанков (``None`` — без вторых ворот).
 
     Пример: ``0 < calibrate(index).threshold < 1`` → ``True``; затем
-    ``index.search(query, k=3, threshold=calibrate(index).threshold)``. Глава 3. Top-k и порог.
+    ``len(Retriever(index, evidence=calibrate(index).evidence).search(query, k=20, threshold=calibrate(index).threshold))``
+    → ``20``. Глава 3. Top-k и порог.
     """
-    quantile = require_number(quantile, "quantile", 0.0, 1.0, hint="Например, 0.95.")
+    quantile = require_number(quantile, "quantile", 0.0, 1.0, hint="Например, 0.9.")
     scores = unrelated_scores(index, questions)
     threshold = float(np.quantile(scores, quantile, method="higher"))  # одна из оценок образца, не между ними
+    evidence = None
+    if evidence_quantile is not None:
+        evidence_quantile = require_number(evidence_quantile, "evidence_quantile", 0.0, 1.0, hint="Например, 0.99.")
+        shares = unrelated_evidence(index, questions, k)
+        evidence = round(float(np.quantile(shares, evidence_quantile, method="higher")), 4)
     return Calibration(round(threshold, 4), quantile, len(scores), round(float(np.median(scores)), 4),
-                       round(float(scores.max()), 4))
+                       round(float(scores.max()), 4), evidence, evidence_quantile)

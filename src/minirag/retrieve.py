@@ -7,6 +7,10 @@
 калиброванный по лучшим оценкам вопросов не о корпусе (``calibrate``), сравнивается ровно с тем,
 что калибровалось, — с лучшей оценкой, — а генератор выбирает предложения из k кандидатов, а не
 из одного-двух, переживших фильтр. Порог — всегда косинус эмбеддера индекса, при любом методе.
+Вторые ворота — ``evidence``: вопрос, не прошедший порог, всё же получает свои k чанков, если в
+одном их предложении нашлась доля веса слов вопроса не меньше ``evidence`` (``sentences.best_coverage``).
+Косинус меряет похожесть всего чанка, и короткий вопрос к длинному чанку набирает мало, даже когда
+все его слова стоят в одном предложении; ``evidence`` калибруется так же, по вопросам не о корпусе.
 ``term_weights`` — веса слов по чанкам этого индекса (``sentences.TermWeights``): ``answer`` отдаёт
 их экстрактивному генератору, и тот меряет предложение долей веса вопроса, а не числа его слов.
 Модуль не строит индекс и не пишет ответ: это ``index`` и ``generate``.
@@ -18,11 +22,11 @@ from functools import cached_property
 
 from .hybrid import hybrid_search, index_bm25
 from .index import Index, require_index
-from .sentences import TermWeights
+from .sentences import TermWeights, best_coverage
 from .text import tokenize
 from .topk import top_k
 from .types import Hit, renumber
-from .validate import require_choice, require_k, require_threshold
+from .validate import require_choice, require_k, require_number, require_threshold
 
 METHODS = ("cosine", "bm25", "hybrid")
 
@@ -30,19 +34,24 @@ METHODS = ("cosine", "bm25", "hybrid")
 class Retriever:
     """Поиск методом ``method`` (cosine, bm25 или hybrid) с порогом-воротами: ``search(query, k, threshold)``.
 
+    ``evidence`` — вторые ворота (доля веса слов вопроса в одном предложении найденных чанков, от 0 до 1):
+    вопрос ниже порога проходит, если набрал её; ``None`` — ворота только по косинусу.
     Пример: ``Retriever(index).search("Как приготовить борщ?", k=8, threshold=0.5)`` → ``[]``;
     ``len(Retriever(index).search("Сколько дней отпуска?", k=8, threshold=0.2))`` → ``8``.
     Глава 10. От поиска к ответу.
     """
 
-    def __init__(self, index: Index, method: str = "cosine"):
+    def __init__(self, index: Index, method: str = "cosine", *, evidence: float | None = None):
         self.index = require_index(index)
         self.method = require_choice(method, "method", METHODS)
+        self.evidence = None if evidence is None else require_number(
+            evidence, "evidence", 0.0, 1.0, hint="Это доля веса слов вопроса в предложении, например 0.5.")
         self.embedder = index.embedder  # answer берёт его для запасного экстрактивного генератора
         self._bm25 = index_bm25(index) if method != "cosine" else None
 
     def __repr__(self) -> str:
-        return f"Retriever({self.index!r}, method={self.method!r})"
+        evidence = "" if self.evidence is None else f", evidence={self.evidence:g}"
+        return f"Retriever({self.index!r}, method={self.method!r}{evidence})"
 
     @cached_property
     def term_weights(self) -> TermWeights:
@@ -50,11 +59,22 @@ class Retriever:
         return TermWeights(self.index.indexed_text(i) for i in range(len(self.index)))
 
     def search(self, query: str, k: int = 3, threshold: float | None = None) -> list[Hit]:
-        """Лучшие k чанков методом поиска; пусто, если лучший косинус ниже ``threshold``."""
+        """Лучшие k чанков методом поиска; пусто, если лучший косинус ниже ``threshold``, а ворота ``evidence``
+        (если заданы) вопрос тоже не прошёл."""
         k = require_k(k)
         scores = self.index.scores(query)
-        if threshold is not None and not len(top_k(scores, 1, require_threshold(threshold))):
+        if threshold is None or len(top_k(scores, 1, require_threshold(threshold))):
+            return self._hits(query, scores, k)
+        if self.evidence is None:
             return []  # лучший чанк не прошёл порог (с той же погрешностью, что у index.search)
+        hits = self._hits(query, scores, k)
+        return hits if self.evidence_of(query, hits) >= self.evidence else []
+
+    def evidence_of(self, query: str, hits: list[Hit]) -> float:
+        """Доля веса слов вопроса в лучшем предложении чанков ``hits`` (то, что сравнивается с ``evidence``)."""
+        return best_coverage(query, [(hit.title, hit.text) for hit in hits], self.term_weights)
+
+    def _hits(self, query: str, scores, k: int) -> list[Hit]:
         if self.method == "cosine":
             return [self.index.hit(int(i), scores[i], rank) for rank, i in enumerate(top_k(scores, k), start=1)]
         if self.method == "hybrid":

@@ -30,7 +30,7 @@ Snowball) слов вопроса без служебных: местоимен�
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .bm25 import lucene_idf
@@ -342,3 +342,21 @@ def match(terms: list[str], sentence: str, context: str = "", weights: Sequence[
         return Match(0.0, 0.0)
     span = max(positions) - min(positions) + 1
     return Match(found / sum(weights), len(positions) / span)
+
+
+def best_coverage(query: str, sources: Iterable[tuple[str, str]],
+                  weights: Callable[[list[str]], Sequence[float]] | None = None) -> float:
+    """Наибольшая доля основ вопроса (или их веса) в одном предложении-кандидате источников — так, как
+    её меряет экстрактивный генератор: ``candidate_sentences`` каждого текста, ``match`` с его заголовком.
+
+    ``sources`` — пары (заголовок, текст), например ``[(hit.title, hit.text) for hit in hits]``; ``weights``
+    — веса основ (``TermWeights``). Это вторые ворота вопроса (``Retriever``): сколько слов вопроса нашлось
+    в одном месте, а не насколько похож весь чанк.
+    Пример: ``best_coverage("Сколько дней длится отпуск?", [("Отпуск", "Отпуск длится 28 дней.")])`` → ``1.0``.
+    Глава 3. Top-k и порог.
+    """
+    terms = question_terms(query)
+    shares = None if weights is None else [float(w) for w in weights(terms)]
+    code = about_code(query)
+    return max((match(terms, sentence, title, shares).coverage for title, text in sources
+                for sentence in candidate_sentences(text.strip(), code=code)), default=0.0)
