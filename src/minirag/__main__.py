@@ -188,21 +188,19 @@ def _cmd_ask(args) -> int:
     print(f"Порог: {shown} ({about})")
     print(f"Вопрос: {result.query}\n")
     best = float(index.scores(result.query).max())
-    if threshold is None:
-        passed = "без порога"
-    elif best >= threshold - SCORE_TOLERANCE:
-        passed = f"лучший чанк не ниже порога {shown}"
-    else:
-        share = retriever.evidence_of(result.query, retriever.search(result.query, k=args.k))
-        passed = (f"лучший чанк ({best:.3f}) ниже порога {shown}, но в одном предложении {share:.0%} веса слов "
-                  f"вопроса — не меньше вторых ворот {evidence:.0%}") if evidence is not None else ""
-    if result.hits:
-        print(f"Найдено ({args.method}, k={args.k}; {passed}):")
-    elif evidence is not None:
+    if not result.hits and evidence is not None:
         print(f"Не найдено: лучший чанк ({best:.3f}) ниже порога {shown}, и ни в одном предложении {args.k} лучших "
               f"чанков нет {evidence:.0%} веса слов вопроса (вторые ворота) — вопрос не похож на документы индекса.")
-    else:
+    elif not result.hits:
         print(f"Не найдено: ни один чанк не прошёл порог {shown} — вопрос не похож на документы индекса.")
+    elif threshold is None:
+        print(f"Найдено ({args.method}, k={args.k}; без порога):")
+    elif best >= threshold - SCORE_TOLERANCE:
+        print(f"Найдено ({args.method}, k={args.k}; лучший чанк не ниже порога {shown}):")
+    else:  # прошёл вторые ворота: покажем, сколько слов вопроса нашлось в одном предложении
+        share = retriever.evidence_of(result.query, retriever.search(result.query, k=args.k))
+        print(f"Найдено ({args.method}, k={args.k}; лучший чанк ({best:.3f}) ниже порога {shown}, но в одном "
+              f"предложении {share:.0%} веса слов вопроса — не меньше вторых ворот {evidence:.0%}):")
     for hit in result.hits:
         print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
         print(f"      {' '.join(hit.text.split())}")
