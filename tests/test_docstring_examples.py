@@ -22,8 +22,10 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import pkgutil
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,6 +93,26 @@ def run(code: str, namespace: dict):
 def test_examples_were_found_and_most_state_their_result():
     assert len(ALL) >= 110 and len(EXAMPLES) >= 90
     assert sum(p.values[2] is not None for p in EXAMPLES) >= 85, "почти каждый пример — со стрелкой и результатом"
+
+
+def chapter_titles() -> dict[int, str]:
+    """Номер главы → её название из первого заголовка ``# …`` ноутбука book/NN_*.ipynb (введение — глава 0)."""
+    titles = {}
+    for path in sorted((Path(__file__).resolve().parents[1] / "book").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        heading = next("".join(c["source"]) for c in cells
+                       if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# "))
+        titles[int(path.name[:2])] = re.sub(r"^Глава \d+\. ", "", heading.splitlines()[0][2:].strip())
+    return titles
+
+
+def test_every_chapter_a_docstring_points_to_exists_under_that_title():
+    """«Глава N. Название.» в докстринге — куда идти читать: глава с таким номером и названием должна быть в книге."""
+    titles = chapter_titles()
+    wrong = sorted({(where, ref.group(0)) for where, _, doc in docstrings()
+                    for ref in re.finditer(r"Глава (\d+)\. ([^.]+)\.", re.sub(r"\s*\n\s*", " ", doc or ""))
+                    if titles.get(int(ref.group(1))) != ref.group(2)})
+    assert len(titles) >= 12 and not wrong, f"ссылки на главы, которых в книге нет (главы: {titles}): {wrong[:20]}"
 
 
 def test_every_arrow_in_an_example_points_from_code_to_a_result_in_backticks():

@@ -261,7 +261,7 @@ def _parser() -> _Parser:
 def main(argv: list[str] | None = None) -> int:
     """Точка входа: без аргументов — демо, иначе команды index и ask; код выхода 2 — ошибка пользователя.
 
-    Пример: ``python -m minirag ask "Сколько дней отпуска?" --k 5``. Глава 10. От поиска к ответу.
+    Пример: ``python -m minirag ask "Сколько дней отпуска?" --k 5``. Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:

@@ -48,7 +48,7 @@ class Retrieval:
     """Итог поиска с генератором: чанки, запросы, по которым искали, и был ли откат к обычному поиску.
 
     Пример: ``hyde(index, "Сколько дней отпуска?", chat).queries`` — абзац, который написала модель.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
 
     hits: tuple[Hit, ...]
@@ -75,7 +75,7 @@ class QueryCache:
     Отпечатка эмбеддера мало: два корпуса с одним эмбеддером дали бы общий кэш, поэтому в
     ключ входит и хеш матрицы векторов. Старые записи вытесняются после ``maxsize``.
     Пример: ``cache = QueryCache(); hyde(index, q, chat, cache=cache)`` — второй такой вызов модель не зовёт.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
 
     def __init__(self, maxsize: int = 1024):
@@ -94,7 +94,7 @@ class QueryCache:
 
         Старый порядок ``(method, query, index, …)`` тоже работает.
         Пример: ``QueryCache().get_or_compute("search", index, "отпуск", lambda: "найдено", k=3)`` → ``'найдено'``.
-        Глава 10. От поиска к ответу.
+        Глава 12. Переписать запрос: HyDE, расширение и командная строка.
         """
         index, query = index_then_query(index, query)
         key = (method, require_text(query, "Запрос"), _index_digest(index), tuple(sorted(params.items())))
@@ -138,7 +138,7 @@ def hyde(index, query: str, generator, k: int = 3, threshold: float | None = Non
     Гипотетический ответ похож на документ больше, чем короткий вопрос; его факты могут быть
     выдуманы, но ищем мы по словам и смыслу, а не верим им. Старый порядок ``(query, index, …)``
     тоже работает. Пример: ``hyde(index, "Сколько дней отпуска?", OllamaChat()).hits``.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     index, query = index_then_query(index, query)
     require_text(query, "Запрос")
@@ -160,7 +160,7 @@ def expand_query(query: str, generator, n: int = 3) -> list[str]:
     """Исходный запрос и до n его переформулировок от генератора (без нумерации, повторов и пустых).
 
     Пример: ``expand_query("ДМС", chat, n=2)`` → ``['ДМС', 'добровольное медицинское страхование', …]``.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     require_text(query, "Запрос")
     require_int(n, "n", 1, "Это сколько переформулировок попросить, например n=3.")
@@ -181,7 +181,7 @@ def expanded_search(index, query: str, generator, k: int = 3, threshold: float |
     Порог отсекает кандидатов каждого запроса по косинусу; ``score`` результата — оценка RRF
     с константой ``rank_constant`` (``rrf_k`` — её старое имя). Старый порядок
     ``(query, index, …)`` тоже работает. Пример: ``expanded_search(index, "ДМС", chat, k=3).hits``.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     index, query = index_then_query(index, query)
     require_text(query, "Запрос")
@@ -215,7 +215,7 @@ def iterative_search(index, query: str, generator, k: int = 3, threshold: float 
     нашлось или сделано ``max_rounds`` поисков. Чанки копятся без повторов в порядке
     находки. Старый порядок ``(query, index, …)`` тоже работает.
     Пример: ``iterative_search(index, "Кто согласует отпуск и когда?", chat).queries``.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     index, query = index_then_query(index, query)
     require_text(query, "Запрос")

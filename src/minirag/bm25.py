@@ -36,7 +36,7 @@ OKAPI_EPSILON = 0.25  # как epsilon в rank_bm25.BM25Okapi: пол для о�
 def lucene_idf(n_docs, df):
     """idf варианта Lucene: ``ln(1 + (N − df + 0.5)/(df + 0.5))`` — всегда > 0; числа или массивы numpy.
 
-    Пример: ``round(float(lucene_idf(3, 0)), 4)`` → ``2.0794``. Глава 9. За пределами косинуса.
+    Пример: ``round(float(lucene_idf(3, 0)), 4)`` → ``2.0794``. Глава 9. BM25 и гибридный поиск.
     """
     return np.log(1 + (n_docs - df + 0.5) / (df + 0.5))
 
@@ -46,7 +46,7 @@ class BM25:
 
     Пример: ``BM25([tokenize("отпуск летом"), tokenize("пропуск в офис")]).search(tokenize("отпуск"))``
     → ``[(0, 0.3046…)]``.
-    Глава 9. За пределами косинуса.
+    Глава 9. BM25 и гибридный поиск.
     """
 
     def __init__(self, corpus_tokens: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75,
@@ -111,7 +111,7 @@ class BM25:
         """Оценка BM25 каждого документа (float64, по порядку корпуса); слово вне словаря даёт 0.
 
         Пример: ``BM25([["кот"], ["пёс"]]).scores(["кот"]).round(4)`` → ``array([0.2773, 0.])``.
-        Глава 9. За пределами косинуса.
+        Глава 9. BM25 и гибридный поиск.
         """
         docs, weights = self._postings(query_tokens)
         return np.bincount(docs, weights=weights, minlength=self.n_docs)
@@ -121,7 +121,7 @@ class BM25:
 
         Считаются лишь документы из постингов запроса; при равной оценке раньше меньший номер.
         Пример: ``BM25([["кот"], ["пёс"]]).search(["кот"], k=3)`` → ``[(0, 0.2772…)]``.
-        Глава 9. За пределами косинуса.
+        Глава 9. BM25 и гибридный поиск.
         """
         docs, weights = self._postings(query_tokens)
         k = require_k(k)

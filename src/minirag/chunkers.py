@@ -45,7 +45,7 @@ def semantic_chunks(text: str, embedder: Embedder | None = None, *, quantile: fl
     через ``functools.partial(semantic_chunks, embedder=...)``. Кусок — подстрока текста.
     Пример: ``semantic_chunks("Кот спит на диване. Кот ест рыбу. Поезд едет быстро. Поезд опоздал.")``
     → ``['Кот спит на диване. Кот ест рыбу.', 'Поезд едет быстро. Поезд опоздал.']``;
-    в индексе — ``Index.build(DEMO_DOCS, chunker=semantic_chunks)``. Глава 9. За пределами косинуса.
+    в индексе — ``Index.build(DEMO_DOCS, chunker=semantic_chunks)``. Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     require_text(text)
     quantile = require_number(quantile, "quantile", 0, 1, "Нижний квартиль — 0.25.")
@@ -68,7 +68,7 @@ def code_chunks(source: str) -> list[str]:
 
     Комментарии прямо над определением идут с ним; код между определениями — отдельным куском.
     Пример: ``code_chunks("import os\\n\\ndef f():\\n    return 1\\n")`` → ``['import os', 'def f():\\n    return 1']``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     require_text(source, "Код")
     try:
@@ -98,7 +98,7 @@ class TableChunk:
     где шапка и так на месте); ``start``/``end`` — где этот кусок в исходном тексте.
     Пример: ``table_chunks("| a | b |\\n|---|---|\\n| 1 | 2 |\\n| 3 | 4 |", rows_per_chunk=1)[1].text``
     → ``'| a | b |\\n|---|---|\\n| 3 | 4 |'``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
 
     text: str
@@ -141,7 +141,7 @@ def table_chunks(text: str, *, rows_per_chunk: int = 5, max_chars: int = 220) ->
     не подключается; эмбеддь ``[c.text for c in table_chunks(text)]`` сам.
     Пример: ``[c.text for c in table_chunks("Цены.\\n| товар | цена |\\n|---|---|\\n| чай | 50 |", rows_per_chunk=5)]``
     → ``['Цены.', '| товар | цена |\\n|---|---|\\n| чай | 50 |']``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     require_text(text)
     rows_per_chunk = require_int(rows_per_chunk, "rows_per_chunk", 1)

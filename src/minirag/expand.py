@@ -35,7 +35,7 @@ def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, threshold
     ``floor`` — старое имя ``threshold``. Пример:
     ``[h.key for h in expand_neighbors(index, "отпуск", index.search("отпуск", k=1), threshold=0.0)]``
     → ``[('vacation-annual', 1), ('vacation-annual', 2), ('vacation-annual', 3)]``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     require_choice(against, "against", ("hit", "query"))
     threshold = renamed(threshold, floor, default=0.3, name="threshold", old_name="floor")
@@ -81,7 +81,7 @@ def _row(index: Index, doc_id: str, chunk_id: int) -> int | None:
 def doc_vectors(index: Index) -> np.ndarray:
     """Вектор каждого документа (по порядку ``index.docs``): нормированное среднее векторов его чанков.
 
-    Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), 96)``. Глава 9. За пределами косинуса.
+    Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), 96)``. Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     rows = require_index(index).doc_rows
     sums = np.zeros((len(index.docs), index.vectors.shape[1]))
@@ -94,7 +94,7 @@ def hierarchical_search(index: Index, query: str, k: int = 3, *, n_docs: int = 2
 
     ``score`` — косинус чанка с запросом. Пример: ``[h.key for h in hierarchical_search(index, q, k=2, n_docs=1)]``
     → ``[('vacation-annual', 1), ('vacation-annual', 3)]``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     k = require_k(k)
     n_docs = require_int(n_docs, "n_docs", 1, "Это сколько лучших документов просмотреть, например n_docs=2.")

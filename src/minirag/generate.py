@@ -41,7 +41,7 @@ class Generator(Protocol):
     """Всё, что по промпту пишет ответ: ``generate(prompt) -> str``.
 
     Пример: ``isinstance(ExtractiveGenerator(), Generator)`` → ``True``; модель —
-    ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 10. От поиска к ответу.
+    ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 11. Генератор и настоящие модели.
     """
 
     def generate(self, prompt: str) -> str: ...
@@ -80,7 +80,7 @@ class ExtractiveGenerator:
     вход — тот же ответ.
     Пример: ``ExtractiveGenerator(max_sentences=1).answer_from("Сколько дней отпуска?", hits)``
     → ``'Продолжительность ежегодного оплачиваемого отпуска — 28 календарных дней [1].'``.
-    Глава 10. От поиска к ответу.
+    Глава 11. Генератор и настоящие модели.
     """
 
     def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = MAX_SENTENCES,
@@ -141,7 +141,7 @@ class ExtractiveGenerator:
         """Ответ по найденным чанкам: лучшие предложения, у каждого ссылка [n] на его чанк.
 
         Пример: ``ExtractiveGenerator().answer_from(q, index.search(q)).endswith("[2].")`` → ``True``.
-        Глава 10. От поиска к ответу.
+        Глава 11. Генератор и настоящие модели.
         """
         require_text(query, "Вопрос")
         return self._compose(query, [(n, hit.title, hit.text) for n, hit in enumerate(require_hits(hits), start=1)])
@@ -152,7 +152,7 @@ class ExtractiveGenerator:
         В промпте другого вида нет пронумерованных источников — тогда ответ ``REFUSAL``.
         Пример: ``ExtractiveGenerator().generate(build_prompt(q, hits)) == ExtractiveGenerator().answer_from(q, hits)``
         → ``True``.
-        Глава 10. От поиска к ответу.
+        Глава 11. Генератор и настоящие модели.
         """
         parsed = parse_sources(prompt)
         if parsed is None:
@@ -167,7 +167,7 @@ class Answer:
 
     ``fallback=True`` — генератор не ответил, и ``text`` — запасной экстрактивный ответ по тем
     же чанкам; ``reason`` объясняет, что случилось (или почему ответ — отказ).
-    Пример: ``answer(index, query).citations.ok`` → ``True``. Глава 10. От поиска к ответу.
+    Пример: ``answer(index, query).citations.ok`` → ``True``. Глава 11. Генератор и настоящие модели.
     """
 
     query: str
@@ -217,7 +217,7 @@ def answer(index, query: str, generator=None, k: int = 3, threshold: float | Non
     ``Retriever``, то и с весами слов его корпуса (``term_weights``).
     Пример: ``answer(index, "Сколько стоит обед в столовой?", threshold=0.5).text`` → ``'В контексте ответа нет.'``;
     с моделью — ``print(answer(index, "Сколько дней отпуска?", OllamaChat(), k=3))``.
-    Глава 10. От поиска к ответу.
+    Глава 11. Генератор и настоящие модели.
     """
     index, query = index_then_query(index, query)
     require_text(query, "Вопрос")

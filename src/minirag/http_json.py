@@ -28,7 +28,7 @@ class RemoteError(MiniRagError):
 
     ``url`` — адрес запроса, ``status`` — HTTP-код ответа (``None``, если ответа не было).
     Пример: ``OllamaEmbedder("nomic-embed-text").embed(["привет"])`` без запущенной Ollama.
-    Глава 10. От поиска к ответу.
+    Глава 11. Генератор и настоящие модели.
     """
 
     def __init__(self, message: str, url: str, status: int | None = None):
@@ -73,7 +73,7 @@ def post_json(url: str, payload: dict, *, api_key: str | None = None, timeout: f
     минуты; ``sleep`` можно подменить в тестах. Отказ соединения, тайм-аут и 4xx не
     повторяются: повтор их не лечит, а тайм-аут, повторённый трижды, — это долгое зависание.
     Пример: ``post_json("http://localhost:11434/api/embed", {"model": m, "input": ["привет"]})``.
-    Глава 10. От поиска к ответу.
+    Глава 11. Генератор и настоящие модели.
     """
     require_int(retries, "retries", 0)
     require_number(timeout, "timeout", 0.001, hint="Это секунды ожидания ответа, например 30.")

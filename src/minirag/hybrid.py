@@ -34,7 +34,7 @@ def rrf(rankings: Sequence[Sequence[Hashable]], rank_constant: float = 60, *,
     получает 1/c вместо 1/(c+1) — то же самое, что места с 1 и константа c−1: порядок почти
     всегда тот же, числа чуть другие. При равных оценках раньше тот, кто раньше встретился,
     если читать списки по очереди. ``k`` — старое имя ``rank_constant``.
-    Пример: ``rrf([["a", "b"], ["b", "c"]])[0]`` → ``('b', 0.0325…)``. Глава 9. За пределами косинуса.
+    Пример: ``rrf([["a", "b"], ["b", "c"]])[0]`` → ``('b', 0.0325…)``. Глава 9. BM25 и гибридный поиск.
     """
     if isinstance(rankings, (str, bytes)) or not isinstance(rankings, Sequence):
         raise MiniRagError("rankings должен быть списком ранжированных списков, например [[\"a\", \"b\"], [\"b\"]].")
@@ -62,7 +62,7 @@ def index_bm25(index: Index, *, k1: float = 1.5, b: float = 0.75, variant: str =
 
     Читает тот же текст, что эмбеддился (``index.indexed_text``): у индекса с ``headers`` — с заголовком.
     Построй один раз и передавай в ``hybrid_search(..., bm25=...)`` для многих запросов.
-    Пример: ``len(index_bm25(index)) == len(index)`` → ``True``. Глава 9. За пределами косинуса.
+    Пример: ``len(index_bm25(index)) == len(index)`` → ``True``. Глава 9. BM25 и гибридный поиск.
     """
     require_index(index)
     stem = _stem_of(index)
@@ -73,7 +73,7 @@ def exact_phrases(query: str) -> list[str]:
     """Фразы в кавычках («…», "…", “…”) и номера вида «№ 8821» из запроса, по порядку.
 
     Пример: ``exact_phrases('приказ № 8821 про «удалённую работу»')`` → ``['удалённую работу', '8821']``.
-    Глава 9. За пределами косинуса.
+    Глава 9. BM25 и гибридный поиск.
     """
     require_text(query, "Запрос")
     quoted = [next(g for g in m.groups() if g is not None) for m in _QUOTED_RE.finditer(query)]
@@ -96,7 +96,7 @@ def force_exact(index: Index, query: str, hits: Sequence[Hit], k: int = 3) -> li
     это быстро). Чанк, которого не было в ``hits``, получает score 0.0: он попал в выдачу
     только по точному совпадению.
     Пример: ``force_exact(index, "шаблон № 8821", index.search("шаблон № 8821", k=3))[0].doc_id`` → ``'vpn-connect'``.
-    Глава 9. За пределами косинуса.
+    Глава 9. BM25 и гибридный поиск.
     """
     k = require_k(k)
     require_index(index)
@@ -121,7 +121,7 @@ def hybrid_search(index: Index, query: str, k: int = 3, *, candidates: int = 20,
     имя). ``exact=True`` ставит вперёд чанки с фразой в кавычках или номером из запроса
     (``force_exact``). ``bm25`` — готовый ``index_bm25(index)``; без него BM25 строится заново
     при каждом вызове. Пример: ``hybrid_search(index, "Что за шаблон № 8821?", k=3)[0].doc_id`` → ``'vpn-connect'``.
-    Глава 9. За пределами косинуса.
+    Глава 9. BM25 и гибридный поиск.
     """
     k = require_k(k)
     n = max(require_int(candidates, "candidates", 1), k)

@@ -39,7 +39,7 @@ class LoadReport:
     """Итог загрузки папки: прочитанные документы и пропущенные файлы с причинами.
 
     Пример: ``report = load_folder("мои_документы"); len(report.docs), report.skipped`` → ``(1, [])``.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
 
     docs: list[Document] = field(default_factory=list)
@@ -229,7 +229,7 @@ def load_file(path: str | os.PathLike, root: str | os.PathLike | None = None, *,
 
     ``id`` — путь относительно ``root`` (без него — имя файла). Не читается — ``MiniRagError``
     с причиной. Пример: ``load_file("docs/отпуск.md", root="docs")[0].id`` → ``'отпуск.md'``.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     path = Path(path)
     try:
@@ -271,7 +271,7 @@ def load_file(path: str | os.PathLike, root: str | os.PathLike | None = None, *,
 def first_line(text: str) -> str:
     """Первая непустая строка текста, не длиннее ``TITLE_MAX_CHARS`` (длинная обрезается по слову с «…»).
 
-    Пример: ``first_line("\\nПравила отпуска\\nОтпуск — 28 дней.")`` → ``'Правила отпуска'``. Глава 10. От поиска к ответу.
+    Пример: ``first_line("\\nПравила отпуска\\nОтпуск — 28 дней.")`` → ``'Правила отпуска'``. Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     line = next((" ".join(line.split()) for line in text.splitlines() if line.strip()), "")
     if len(line) <= TITLE_MAX_CHARS:
@@ -283,7 +283,7 @@ def load_folder(folder: str | os.PathLike, *, encoding: str = "utf-8", progress:
     """Прочитать все файлы папки и подпапок по порядку путей; нечитаемые — в ``skipped`` с причиной.
 
     Пример: ``load_folder("мои_документы").docs[0].id`` → ``'пропуск.txt'``; затем
-    ``Index.build(load_folder("мои_документы").docs)``. Глава 10. От поиска к ответу.
+    ``Index.build(load_folder("мои_документы").docs)``. Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     folder = Path(folder)
     if not folder.is_dir():

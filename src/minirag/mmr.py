@@ -24,7 +24,7 @@ def mmr(query_vector, candidate_vectors, k: int, lambda_: float = 0.5) -> list[i
     """Номера k кандидатов в порядке выбора MMR; при равенстве — меньший номер.
 
     Пример: ``mmr([0.8, 0, 0.6], [[1, 0, 0], [0.96, 0.28, 0], [0.6, 0, 0.8], [0, 1, 0]], k=3)`` → ``[2, 0, 3]``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     k = require_k(k)
     lambda_ = require_number(lambda_, "lambda_", 0, 1, "1 — только релевантность, 0 — только разнообразие; обычно 0.5.")
@@ -50,7 +50,7 @@ def mmr_search(index: Index, query: str, k: int = 3, *, candidates: int = 20, la
 
     Пример: ``[h.doc_id for h in mmr_search(index, "Сколько календарных дней ежегодного отпуска?", k=3)]``
     → ``['vacation-annual', 'laptop-damage', 'vacation-unpaid']`` (без MMR — дважды vacation-annual).
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     k = require_k(k)
     query_vector = require_index(index).query_vector(query)

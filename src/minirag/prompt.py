@@ -57,7 +57,7 @@ def parse_prompt(prompt: str) -> tuple[str, list[str]] | None:
     Промпт другого вида (нет контекста и вопроса) — ``None``. Строка текста, похожая на
     заголовок источника, за источник не считается, если её номер не следующий по порядку.
     Пример: ``parse_prompt(build_prompt("Сколько дней?", []))`` → ``('Сколько дней?', [])``.
-    Глава 10. От поиска к ответу.
+    Глава 11. Генератор и настоящие модели.
     """
     parsed = parse_sources(prompt)
     return None if parsed is None else (parsed[0], [text for _, text in parsed[1]])
@@ -68,7 +68,7 @@ def parse_sources(prompt: str) -> tuple[str, list[tuple[str, str]]] | None:
     что стоит в строке «[n] заголовок (doc_id, чанк k)» до скобки с doc_id.
 
     Пример: ``parse_sources(build_prompt("Сколько дней?", hits[:1]))[1][0][0]`` → ``'Ежегодный отпуск'``.
-    Глава 10. От поиска к ответу.
+    Глава 11. Генератор и настоящие модели.
     """
     require_text(prompt, "Промпт")
     start, end = prompt.find(_CONTEXT), prompt.rfind(_QUESTION)

@@ -67,7 +67,7 @@ class _RemoteEmbedder:
         """Матрица n×dim: векторы сервера, каждая строка приведена к длине 1 (нулевая остаётся нулевой).
 
         Пример: ``OllamaEmbedder("nomic-embed-text").embed(["кошка"]).shape`` → ``(1, 768)``.
-        Глава 10. От поиска к ответу.
+        Глава 11. Генератор и настоящие модели.
         """
         if isinstance(texts, str):
             raise MiniRagError("embed ждёт список текстов, а получена одна строка: оберни её в список, embed([text]).")
@@ -103,7 +103,7 @@ class OllamaEmbedder(_RemoteEmbedder):
 
     Модель — аргумент, ``MINIRAG_EMBED_MODEL`` или ``MINIRAG_MODEL``; адрес — аргумент,
     ``OLLAMA_HOST`` или ``http://localhost:11434``. ``fingerprint``: ``ollama:адрес:модель``.
-    Пример: ``Index.build(docs, OllamaEmbedder("nomic-embed-text"))``. Глава 10. От поиска к ответу.
+    Пример: ``Index.build(docs, OllamaEmbedder("nomic-embed-text"))``. Глава 11. Генератор и настоящие модели.
     """
 
     kind = "ollama"
@@ -132,7 +132,7 @@ class OpenAIEmbedder(_RemoteEmbedder):
     Подходит для vLLM, llama.cpp server, LM Studio, text-embeddings-inference и самого OpenAI.
     Адрес (до ``/v1`` включительно) — аргумент или ``MINIRAG_BASE_URL``, модель —
     ``MINIRAG_EMBED_MODEL`` или ``MINIRAG_MODEL``, ключ — ``MINIRAG_API_KEY`` (если нужен).
-    Пример: ``OpenAIEmbedder("bge-m3", "http://localhost:8000/v1")``. Глава 10. От поиска к ответу.
+    Пример: ``OpenAIEmbedder("bge-m3", "http://localhost:8000/v1")``. Глава 11. Генератор и настоящие модели.
     """
 
     kind = "openai"
@@ -178,7 +178,7 @@ class OpenAIChat(_RemoteChat):
     Адрес, модель и ключ — аргументы или ``MINIRAG_BASE_URL``, ``MINIRAG_MODEL``, ``MINIRAG_API_KEY``.
     ``temperature=0`` — чтобы один промпт давал по возможности один ответ.
     Пример: ``answer(index, query, OpenAIChat("qwen2.5:7b", "http://localhost:11434/v1"))``.
-    Глава 10. От поиска к ответу.
+    Глава 11. Генератор и настоящие модели.
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None, *, api_key: str | None = None,
@@ -193,7 +193,7 @@ class OpenAIChat(_RemoteChat):
     def generate(self, prompt: str) -> str:
         """Ответ модели на промпт (одно сообщение пользователя, без потока).
 
-        Пример: ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 10. От поиска к ответу.
+        Пример: ``OpenAIChat().generate(build_prompt(query, hits))``. Глава 11. Генератор и настоящие модели.
         """
         url = f"{self.base_url}/chat/completions"
         payload = {"model": self.model, "temperature": self.temperature,
@@ -213,7 +213,7 @@ class OllamaChat(_RemoteChat):
     """Генератор Ollama: ``POST /api/chat`` без потока (``"stream": false``), ответ ``message.content``.
 
     Модель — аргумент или ``MINIRAG_MODEL``; адрес — аргумент, ``OLLAMA_HOST`` или ``http://localhost:11434``.
-    Пример: ``answer(index, query, OllamaChat("qwen2.5:7b"))``. Глава 10. От поиска к ответу.
+    Пример: ``answer(index, query, OllamaChat("qwen2.5:7b"))``. Глава 11. Генератор и настоящие модели.
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None, *, temperature: float = 0.0,
@@ -226,7 +226,7 @@ class OllamaChat(_RemoteChat):
     def generate(self, prompt: str) -> str:
         """Ответ модели Ollama на промпт. Пример: ``OllamaChat("qwen2.5:7b").generate("Привет")``.
 
-        Глава 10. От поиска к ответу.
+        Глава 11. Генератор и настоящие модели.
         """
         url = f"{self.base_url}/api/chat"
         payload = {"model": self.model, "stream": False, "options": {"temperature": self.temperature},

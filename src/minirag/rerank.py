@@ -34,7 +34,7 @@ class PairScorer(Protocol):
     """Оценщик пар: ``score(query, texts)`` — по числу на текст, больше значит релевантнее.
 
     Пример: ``isinstance(LexicalPairScorer(), PairScorer)`` → ``True``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
 
     def score(self, query: str, texts: Sequence[str]) -> Sequence[float]: ...
@@ -54,7 +54,7 @@ class LexicalPairScorer:
     иначе 0. idf = ln(1 + (N − df + 0.5)/(df + 0.5)) по ``idf_texts``, а без них — по самим
     переоцениваемым текстам. Пример: ``LexicalPairScorer(window=3).score("срок пропуска", ["Срок пропуска — год."])``
     → ``array([1.5])`` (все слова есть, и стоят подряд).
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
 
     def __init__(self, idf_texts: Sequence[str] | None = None, *, proximity_weight: float = 0.5,
@@ -85,7 +85,7 @@ class LexicalPairScorer:
         """Оценки текстов для запроса (float64, по порядку ``texts``).
 
         Пример: ``LexicalPairScorer().score("срок пропуска", ["Срок пропуска — год.", "Год."])`` → ``array([1.5, 0.])``.
-        Глава 9. За пределами косинуса.
+        Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
         """
         terms = list(dict.fromkeys(tokenize(require_text(query, "Запрос"), stem=self.stem)))
         docs = [tokenize(t, stem=self.stem) for t in require_texts(texts)]
@@ -115,7 +115,7 @@ class CrossEncoderScorer:
     при создании — для офлайна передай локальный путь. ``model`` — уже загруженный объект с
     ``predict(pairs)``: тогда sentence-transformers не нужен.
     Пример: ``rerank(query, hits, k=3, scorer=CrossEncoderScorer("путь/к/модели"))``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
 
     def __init__(self, model_name: str | None = None, *, model=None):
@@ -137,7 +137,7 @@ class CrossEncoderScorer:
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Оценки cross-encoder для пар (запрос, текст). Пример: ``CrossEncoderScorer("путь/к/модели").score("отпуск", texts)``.
 
-        Глава 9. За пределами косинуса.
+        Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
         """
         pairs = [(require_text(query, "Запрос"), text) for text in require_texts(texts)]
         if not pairs:
@@ -151,7 +151,7 @@ def rerank(query: str, hits: Sequence[Hit], k: int = 3, *, scorer: PairScorer | 
     При равных оценках сохраняется порядок первого этапа. По умолчанию ``LexicalPairScorer()``.
     Пример: ``rerank("срок пропуска", [Hit(1, 0.9, "a", 1, "А", "Год."), Hit(2, 0.5, "b", 1, "Б", "Срок пропуска — год.")],
     k=1)[0].doc_id`` → ``'b'``.
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     k = require_k(k)
     hits = require_hits(hits)
@@ -172,7 +172,7 @@ def search_rerank(index: Index, query: str, k: int = 3, *, candidates: int = 20,
 
     Пример: ``search_rerank(index, "Сколько стоит восстановление пропуска?", k=1)[0].doc_id`` → ``'office-pass'``
     (косинус ставит его третьим).
-    Глава 9. За пределами косинуса.
+    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     k = require_k(k)
     n = max(require_int(candidates, "candidates", 1), k)

@@ -38,7 +38,7 @@ class Retriever:
     вопрос ниже порога проходит, если набрал её; ``None`` — ворота только по косинусу.
     Пример: ``Retriever(index).search("Как приготовить борщ?", k=8, threshold=0.5)`` → ``[]``;
     ``len(Retriever(index).search("Сколько дней отпуска?", k=8, threshold=0.2))`` → ``8``.
-    Глава 10. От поиска к ответу.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
 
     def __init__(self, index: Index, method: str = "cosine", *, evidence: float | None = None):

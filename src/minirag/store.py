@@ -131,7 +131,7 @@ def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.
 def read_meta(path: str | os.PathLike) -> dict:
     """``meta`` из manifest.json файла индекса; у файла без него — пустой словарь.
 
-    Пример: ``read_meta("demo.minirag")`` → ``{}`` (``Index.save`` не пишет meta). Глава 10. От поиска к ответу.
+    Пример: ``read_meta("demo.minirag")`` → ``{}`` (``Index.save`` не пишет meta). Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     path = Path(path)
     try:

@@ -69,7 +69,7 @@ class Hit(_Keyed):
 def renumber(hits, scores=None) -> list[Hit]:
     """Те же чанки в том же порядке с местами 1, 2, …; с ``scores`` — и с этими оценками.
 
-    Пример: ``[h.rank for h in renumber([hit_b, hit_a])]`` → ``[1, 2]``. Глава 9. За пределами косинуса.
+    Пример: ``[h.rank for h in renumber([hit_b, hit_a])]`` → ``[1, 2]``. Глава 9. BM25 и гибридный поиск.
     """
     hits = list(hits)
     scores = [hit.score for hit in hits] if scores is None else [float(s) for s in scores]

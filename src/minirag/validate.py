@@ -43,7 +43,7 @@ def require_k(k: object) -> int:
 def require_number(value: object, name: str, low: float = -math.inf, high: float = math.inf, hint: str = "") -> float:
     """Конечное число от ``low`` до ``high`` (включительно) как float.
 
-    Пример: ``require_number(0.5, "lambda_", 0, 1)`` → ``0.5``. Глава 9. За пределами косинуса.
+    Пример: ``require_number(0.5, "lambda_", 0, 1)`` → ``0.5``. Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
     """
     if not _is_number(value) or not math.isfinite(value) or not low <= value <= high:
         bounds = (f" от {low:g} до {high:g}" if math.isfinite(low) and math.isfinite(high)
@@ -67,7 +67,7 @@ def require_threshold(threshold: object) -> float | None:
 def require_choice(value: object, name: str, choices: Sequence[str]) -> str:
     """Одно из разрешённых значений.
 
-    Пример: ``require_choice("hit", "against", ("hit", "query"))`` → ``'hit'``. Глава 9. За пределами косинуса.
+    Пример: ``require_choice("hit", "against", ("hit", "query"))`` → ``'hit'``. Глава 9. BM25 и гибридный поиск.
     """
     if value not in choices:
         raise MiniRagError(f"{name} должен быть одним из {', '.join(map(repr, choices))}, получено {value!r}.")
@@ -85,14 +85,14 @@ def require_text(value: object, what: str = "текст") -> str:
 
 
 def require_texts(texts: object, what: str = "texts") -> list[str]:
-    """Список строк. Пример: ``require_texts(["a", "b"])`` → ``['a', 'b']``. Глава 9. За пределами косинуса."""
+    """Список строк. Пример: ``require_texts(["a", "b"])`` → ``['a', 'b']``. Глава 9. BM25 и гибридный поиск."""
     if isinstance(texts, str) or not isinstance(texts, Sequence):
         raise MiniRagError(f"{what} должен быть списком текстов; одну строку оберни в список: [text].")
     return [require_text(text, f"Текст №{i}") for i, text in enumerate(texts)]
 
 
 def require_tokens(tokens: object, what: str) -> list[str]:
-    """Список токенов (list[str]). Пример: ``require_tokens(["кот"], "Запрос")`` → ``['кот']``. Глава 9. За пределами косинуса."""
+    """Список токенов (list[str]). Пример: ``require_tokens(["кот"], "Запрос")`` → ``['кот']``. Глава 9. BM25 и гибридный поиск."""
     if isinstance(tokens, str) or not isinstance(tokens, Sequence) or not all(isinstance(t, str) for t in tokens):
         raise MiniRagError(
             f"{what} должен быть списком токенов (list[str]), а получено {type(tokens).__name__}: {tokens!r:.60}. "
@@ -150,7 +150,7 @@ def renamed(value, old_value, *, default, name: str, old_name: str):
     """Значение параметра, переданного новым именем ``name`` или старым ``old_name`` — но не обоими.
 
     Старое имя работает как раньше и без предупреждений: им ещё пользуются главы и лабораторные.
-    Пример: ``renamed(60, 30, default=60, name="rank_constant", old_name="k")`` → ``30``. Глава 9. За пределами косинуса.
+    Пример: ``renamed(60, 30, default=60, name="rank_constant", old_name="k")`` → ``30``. Глава 9. BM25 и гибридный поиск.
     """
     if old_value is None:
         return value
@@ -165,7 +165,7 @@ def index_then_query(index, query):
     Функции над индексом принимают сначала индекс, потом запрос, как ``index.search(query)``;
     ``answer``, ``hyde``, ``expanded_search`` и ``iterative_search`` раньше принимали
     (query, index), и такие вызовы работают по-прежнему: запрос — строка, индекс — нет.
-    Пример: ``index_then_query("отпуск", index)`` → ``(index, 'отпуск')``. Глава 10. От поиска к ответу.
+    Пример: ``index_then_query("отпуск", index)`` → ``(index, 'отпуск')``. Глава 11. Генератор и настоящие модели.
     """
     if isinstance(index, str) and not isinstance(query, str):
         return query, index
