@@ -197,8 +197,8 @@ def _cmd_ask(args) -> int:
         print(f"Найдено ({args.method}, k={args.k}; без порога):")
     elif best >= threshold - SCORE_TOLERANCE:
         print(f"Найдено ({args.method}, k={args.k}; лучший чанк не ниже порога {shown}):")
-    else:  # прошёл вторые ворота: покажем, сколько слов вопроса нашлось в одном предложении
-        share = retriever.evidence_of(result.query, retriever.search(result.query, k=args.k))
+    else:  # прошёл вторые ворота: доля слов вопроса в одном предложении найденных (тех же, что мерили ворота)
+        share = retriever.evidence_of(result.query, list(result.hits))
         print(f"Найдено ({args.method}, k={args.k}; лучший чанк ({best:.3f}) ниже порога {shown}, но в одном "
               f"предложении {share:.0%} веса слов вопроса — не меньше вторых ворот {evidence:.0%}):")
     for hit in result.hits:
