@@ -49,6 +49,14 @@ def test_the_evidence_gate_opens_a_question_below_the_threshold_when_one_sentenc
     assert "evidence=0.5" in repr(Retriever(INDEX, evidence=0.5))
 
 
+def test_a_refusal_names_both_gates_when_the_second_is_set():
+    best = float(INDEX.scores(QUERY).max())
+    gated = answer(Retriever(INDEX, evidence=1.0), "Как сварить гречневую кашу на воде?", k=5, threshold=best)
+    assert gated.text == "В контексте ответа нет." and "100% веса слов вопроса (вторые ворота)" in gated.reason
+    plain = answer(Retriever(INDEX), "Как сварить гречневую кашу на воде?", k=5, threshold=best)
+    assert "порог" in plain.reason and "вторые ворота" not in plain.reason
+
+
 def test_an_evidence_share_outside_zero_to_one_is_explained():
     with pytest.raises(MiniRagError, match="evidence"):
         Retriever(INDEX, evidence=1.5)

@@ -229,6 +229,9 @@ def answer(index, query: str, generator=None, k: int = 3, threshold: float | Non
     prompt = build_prompt(query, hits)
     if not hits:
         reason = "ни один чанк не прошёл порог" if threshold is not None else "поиск ничего не нашёл"
+        evidence = getattr(index, "evidence", None)  # вторые ворота Retriever: они тоже не открылись
+        if threshold is not None and evidence is not None:
+            reason += f", и ни в одном предложении найденных чанков нет {evidence:.0%} веса слов вопроса (вторые ворота)"
         return Answer(query, REFUSAL, hits, prompt, check_citations(REFUSAL, hits), False,
                       f"{reason}, генератор не вызывался.")
     failures = []
