@@ -27,9 +27,10 @@ from minirag import (
     check_citations,
     tokenize,
 )
+from minirag.bm25 import lucene_idf
 from minirag.data import DEMO_DOCS, DEMO_QUERIES
 from minirag.generate import WEIGHTED_COVERAGE
-from minirag.sentences import TermWeights, about_code, candidate_sentences, headings, match, question_terms
+from minirag.sentences import TermWeights, _same, about_code, candidate_sentences, headings, match, question_terms
 from minirag.text import whole_sentences
 
 HITS = [
@@ -269,6 +270,26 @@ def test_term_weights_are_idf_and_a_word_the_corpus_never_saw_weighs_most():
     assert rare > frequent
     assert weights.weight("отпуск") == pytest.approx(math.log(1 + (5 - 3 + 0.5) / (3 + 0.5)), abs=1e-12)
     assert weights.weight("поезд") == pytest.approx(math.log(1 + 5.5 / 0.5), abs=1e-12)
+
+
+def _near_words(term: str) -> list[str]:
+    """Слова рядом с основой: её начала, продолжения, одна замена, вставка или удаление буквы."""
+    letters = "бвгдк"
+    edits = [term[:i] + c + term[i + 1:] for i in range(len(term)) for c in letters]
+    edits += [term[:i] + c + term[i:] for i in range(len(term) + 1) for c in letters]
+    edits += [term[:i] + term[i + 1:] for i in range(len(term))]
+    return [term[:i] for i in range(1, len(term))] + [term + c for c in letters] + [term + "дд"] + edits
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), term=st.text("бвгдк", min_size=1, max_size=8))
+def test_term_weights_find_every_word_match_would_count_without_scanning_the_vocabulary(data, term):
+    # согласные не срезает стеммер; тексты — по одному слову рядом с основой (все) и случайные по три слова
+    words = data.draw(st.lists(st.text("бвгдк", min_size=1, max_size=8), max_size=15))
+    texts = _near_words(term) + [" ".join(words[i:i + 3]) for i in range(0, len(words), 3)]
+    weights = TermWeights(texts)
+    found = {i for i, text in enumerate(texts) if any(_same(term, word) for word in tokenize(text, stem=True))}
+    assert weights.weight(term) == pytest.approx(float(lucene_idf(len(texts), len(found))), abs=1e-12)
 
 
 def test_with_corpus_weights_one_common_shared_word_does_not_make_an_answer():

@@ -29,6 +29,7 @@ Snowball) слов вопроса без служебных: местоимен�
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -294,18 +295,43 @@ class TermWeights:
                 self._docs.setdefault(word, set()).add(i)
             self.n_texts = i + 1
         self._cache: dict[str, float] = {}
+        self._sorted: list[str] | None = None  # словарь по алфавиту: слова, начинающиеся с основы
+        self._near: dict[str, list[str]] | None = None  # слово без одной буквы → слова: кандидаты одной опечатки
 
     def __repr__(self) -> str:
         return f"TermWeights({plural(self.n_texts, 'текст', 'текста', 'текстов')}, " \
                f"{plural(len(self._docs), 'основа', 'основы', 'основ')})"
 
+    def _candidates(self, term: str) -> set[str]:
+        """Слова корпуса, которые могут совпасть с основой по правилам ``_same``, — без перебора всего словаря.
+
+        Начало другой: слова от ``term`` до ``term + '\\uffff'`` по алфавиту и начала самой ``term``. Одна
+        опечатка (замена, вставка, удаление): у таких двух слов общий «остаток без одной буквы» или одно из них —
+        остаток другого (так ищет опечатки SymSpell)."""
+        if self._sorted is None:
+            self._sorted = sorted(self._docs)
+            self._near = {}
+            for word in self._sorted:
+                if len(word) >= 4:
+                    for key in {word} | {word[:i] + word[i + 1:] for i in range(len(word))}:
+                        self._near.setdefault(key, []).append(word)
+        found = {term} & self._docs.keys()
+        if len(term) >= 4:
+            start = bisect.bisect_left(self._sorted, term)
+            end = bisect.bisect_left(self._sorted, term + "\uffff", start)
+            found.update(self._sorted[start:end])
+            found.update(term[:i] for i in range(4, len(term)) if term[:i] in self._docs)
+            for key in {term} | {term[:i] + term[i + 1:] for i in range(len(term))}:
+                found.update(self._near.get(key, ()))
+        return found
+
     def weight(self, term: str) -> float:
         """Вес одной основы: idf по текстам, где есть слово, совпадающее с ней по правилам ``match``."""
         if term not in self._cache:
             found: set[int] = set()
-            for word, docs in self._docs.items():
+            for word in self._candidates(term):
                 if _same(term, word):
-                    found |= docs
+                    found |= self._docs[word]
             self._cache[term] = float(lucene_idf(self.n_texts, len(found)))
         return self._cache[term]
 
