@@ -7,25 +7,27 @@
    BM25 и гибрида — без заголовков чанков в векторах и с ними (``Index.build(..., headers=True)``).
    Побеждает наибольший hit@3 на dev, при равенстве — больший MRR, затем меньший индекс, затем без
    заголовков. Test (``DEMO_TEST``) печатается рядом и в выборе не участвует.
-2. **Ответ** на dev-вопросах из ``benchmarks/ask_questions.json``, шесть частей со своими корпусами
+2. **Ответ** на dev-вопросах из ``benchmarks/ask_questions.json``, семь частей со своими корпусами
    («demo» — демо-корпус файлами и два README; «book» — README.md, докстринги minirag и главы;
    «course_docs» — autograde/README.md, докстринги autograde, задания лабораторных, глоссарий;
-   «wiki», «kedr» и «kamerton» — ``benchmarks/ask_corpora/wiki``, ``kedr`` и ``kamerton``, вики вымышленной
-   компании, документы вымышленной турбазы и детской школы искусств, бывшие test): перебор ``ANSWER_GRID`` —
+   «wiki», «kedr», «kamerton» и «vetklinika» — ``benchmarks/ask_corpora/wiki``, ``kedr``, ``kamerton`` и
+   ``vetklinika``, вики вымышленной компании, документы вымышленной турбазы, детской школы искусств и
+   ветеринарной клиники, бывшие test): перебор ``ANSWER_GRID`` —
    сколько чанков отдать генератору (k), читает ли генератор предложение с заголовком источника,
    квантиль калибровки порога, взвешены ли слова вопроса по корпусу (``TermWeights``) и какая доля их
    нужна (чанки — с заголовками, как выбрано в части 1; порог — ворота вопроса по лучшему чанку, ``Retriever``). Выбирается наибольшее число ответов с фактом (сумма по частям) среди настроек
    с наибольшим числом отказов на вопросах не о корпусе (в идеале — всех); при равенстве — больше ответов, где факт в первом
    предложении, затем короче ответы (меньше цитат), затем осторожнее (больший квантиль, большая
-   доля), затем меньше k. Затем при выбранных настройках — квантиль вторых ворот (``EVIDENCE_GRID``) по
-   тому же правилу.
+   доля), затем меньше k. Затем при выбранных настройках — квантиль вторых ворот (``EVIDENCE_GRID``) и доля
+   второго предложения ответа от лучшего (``RUNNER_GRID``) по тому же правилу.
 3. **Итог** через командную строку (``python -m minirag index`` и ``ask``) на test-корпусе, на
-   котором ничего не подбиралось: ``benchmarks/ask_corpora/vetklinika`` — документы вымышленной ветеринарной
-   клиники (Markdown, текст, HTML; таблицы, списки), которые вместе с вопросами к ним написал помощник, не
-   видевший ни кода, ни вопросов dev; меряется, не разбираясь. Те же вопросы задаются новой версии
+   котором ничего не подбиралось: ``benchmarks/ask_corpora/volna`` — документы вымышленного спорткомплекса
+   «Волна» (Markdown, текст, HTML; таблицы, списки, вопросы и ответы), которые вместе с вопросами к ним написал
+   помощник, не видевший ни кода, ни вопросов dev, ни прежних корпусов; меряется, не разбираясь. Те же вопросы задаются новой версии
    (этот код) и прежним (``--baseline``: коммит до калибровки — hash-эмбеддер dim = 96, без порога,
    предложения по косинусу; первая версия калибровки; версия без весов слов; версия с весами слов до
-   таблиц с шапкой; версия без вторых ворот), код которых берётся из git. Печатаются факт в ответе и факт в первом предложении ответа.
+   таблиц с шапкой; версия без вторых ворот; версия, где второе предложение ответа — не ниже 0.9 от лучшего),
+   код которых берётся из git. Печатаются факт в ответе и факт в первом предложении ответа.
 
 Запуск из корня репозитория: ``python benchmarks/bench_ask.py`` (``--skip-baseline`` — без
 прежних версий, ``--only final`` — только итог). Код выхода 1, если умолчания библиотеки не
@@ -58,8 +60,8 @@ QUESTIONS = Path(__file__).with_name("ask_questions.json")
 # прежние версии: последний коммит main до калибровки порога и нового экстрактивного ответа; первая версия
 # калибровки (порог — фильтр каждого чанка, k = 3, без заголовков чанков); последняя версия без весов слов;
 # веса слов с k = 20 — версия до таблиц с шапкой и стоп-слов по словам, а не по основам; последняя версия без вторых
-# ворот (квантиль 0.95, доля 0.34)
-BASELINES = ("9168534", "ee5b680", "b4b8112", "e2e9fdf", "d40ba8f")
+# ворот (квантиль 0.95, доля 0.34); вторые ворота при доле второго предложения 0.9 от лучшего
+BASELINES = ("9168534", "ee5b680", "b4b8112", "e2e9fdf", "d40ba8f", "7380999")
 GOAL_FACTS, GOAL_REFUSED = 0.8, 1.0
 ASK_SECTION = "## Свои файлы:"  # заголовок раздела benchmarks/README.md об этом бенчмарке
 
@@ -144,7 +146,8 @@ def _export_folder(name: str):
 
 CORPORA = {"demo": export_demo_corpus, "book": export_book_corpus, "course_docs": export_course_docs,
            "wiki": _export_folder("wiki"), "kedr": _export_folder("kedr"),
-           "kamerton": _export_folder("kamerton"), "vetklinika": _export_folder("vetklinika")}
+           "kamerton": _export_folder("kamerton"), "vetklinika": _export_folder("vetklinika"),
+           "volna": _export_folder("volna")}
 
 
 def export_corpus(name: str, workdir: Path) -> Path:
@@ -247,14 +250,21 @@ def _part_grid(part: dict, folder: Path) -> dict[tuple, dict]:
                 generator = ExtractiveGenerator(index.embedder, threshold=coverage, context=context,
                                                 weights=weights if weighted else None)
                 said = {q: generator.answer_from(q, found) if found else REFUSAL for q, found in hits.items()}
-                facts = [said[f["question"]] for f in part["facts"]]
-                first = [_FIRST_RE.match(a) for a in facts]
-                rows[(headers, gate, k, context, quantile, weighted, coverage)] = {
-                    "facts": sum(holds(a, f["fact"]) for a, f in zip(facts, part["facts"])),
-                    "first": sum(bool(m) and holds(m.group(), f["fact"]) for m, f in zip(first, part["facts"])),
-                    "quotes": sum(len(re.findall(r"\[\d+\]", a)) for a in facts), "n_facts": len(facts),
-                    "refused": sum(said[q] == REFUSAL for q in part["off_topic"]), "n_off": len(part["off_topic"])}
+                rows[(headers, gate, k, context, quantile, weighted, coverage)] = _tally(part, said)
     return rows
+
+
+def _tally(part: dict, said: dict[str, str]) -> dict:
+    """Счёт одной части по ответам ``said`` (вопрос → ответ): ответы с фактом, факт в первом предложении, цитаты,
+    отказы на вопросах не о корпусе."""
+    from minirag import REFUSAL
+
+    facts = [said[f["question"]] for f in part["facts"]]
+    first = [_FIRST_RE.match(a) for a in facts]
+    return {"facts": sum(holds(a, f["fact"]) for a, f in zip(facts, part["facts"])),
+            "first": sum(bool(m) and holds(m.group(), f["fact"]) for m, f in zip(first, part["facts"])),
+            "quotes": sum(len(re.findall(r"\[\d+\]", a)) for a in facts), "n_facts": len(facts),
+            "refused": sum(said[q] == REFUSAL for q in part["off_topic"]), "n_off": len(part["off_topic"])}
 
 
 def answer_grid(workdir: Path) -> list[dict]:
@@ -294,50 +304,56 @@ def best_answer(rows: list[dict]) -> dict:
     return max(allowed, key=lambda r: (r["facts"], r["first"], -r["quotes"], r["quantile"], r["coverage"], -r["k"]))
 
 
-# ---------- 2б. вторые ворота ----------
+# ---------- 2б. вторые ворота и длина ответа ----------
 # Квантиль вторых ворот (Retriever(evidence=…)): вопрос ниже порога косинуса проходит, если одно предложение
-# его k чанков набрало долю веса слов вопроса не меньше квантиля таких долей у вопросов UNRELATED. Перебирается
-# после ANSWER_GRID, при выбранных там настройках: в общей сетке он умножил бы время замера вчетверо.
+# его k чанков набрало долю веса слов вопроса не меньше квантиля таких долей у вопросов UNRELATED. Доля второго
+# и третьего предложения ответа (ExtractiveGenerator(runner_up=…)): их оценка — не ниже этой доли от лучшей
+# (0 — ответ всегда до трёх предложений, если столько годится). Обе перебираются после ANSWER_GRID, при выбранных
+# там настройках: отказы от них почти не зависят (доля второго предложения — совсем), а в общей сетке они
+# умножили бы время замера в двадцать раз.
 EVIDENCE_GRID = (None, 0.95, 0.99, 1.0)
+RUNNER_GRID = (0.9, 0.7, 0.5, 0.3, 0.0)
 
 
-def evidence_table(workdir: Path, chosen: dict) -> list[dict]:
-    """Для каждого квантиля ``EVIDENCE_GRID`` (``None`` — без вторых ворот) — факты и отказы dev при настройках
-    ``chosen``; по частям — в ``parts``."""
+def second_table(workdir: Path, chosen: dict) -> list[dict]:
+    """Для каждой пары (квантиль ``EVIDENCE_GRID``, ``None`` — без вторых ворот; доля ``RUNNER_GRID``) — факты,
+    факт первым, цитаты и отказы dev при настройках ``chosen``; по частям — в ``parts``."""
     from minirag import REFUSAL, ExtractiveGenerator, Index, Retriever, load_folder
     from minirag.__main__ import DEFAULT_EMBEDDER, EMBEDDERS
     from minirag.calibrate import unrelated_evidence, unrelated_scores
 
-    rows = {q: {"evidence_quantile": q, "parts": {}} for q in EVIDENCE_GRID}
+    rows = {(q, r): {"evidence_quantile": q, "runner_up": r, "parts": {}}
+            for q, r in itertools.product(EVIDENCE_GRID, RUNNER_GRID)}
     for part in questions()["dev"]:
         docs = load_folder(export_corpus(part["corpus"], workdir)).docs
         index = Index.build(docs, EMBEDDERS[DEFAULT_EMBEDDER](), headers=chosen["headers"])
         threshold = float(np.quantile(unrelated_scores(index), chosen["quantile"], method="higher"))
         shares = unrelated_evidence(index, k=chosen["k"])
+        asked = [f["question"] for f in part["facts"]] + part["off_topic"]
         for q in EVIDENCE_GRID:
             evidence = None if q is None else float(np.quantile(shares, q, method="higher"))
             retriever = Retriever(index, evidence=evidence)
-            generator = ExtractiveGenerator(index.embedder, threshold=chosen["coverage"], context=chosen["context"],
-                                            weights=retriever.term_weights if chosen["weights"] else None)
-
-            said = {}
-            for question in [f["question"] for f in part["facts"]] + part["off_topic"]:
-                found = retriever.search(question, k=chosen["k"], threshold=threshold)
-                said[question] = generator.answer_from(question, found) if found else REFUSAL
-            rows[q]["parts"][part["corpus"]] = {
-                "facts": sum(holds(said[f["question"]], f["fact"]) for f in part["facts"]), "n_facts": len(part["facts"]),
-                "refused": sum(said[x] == REFUSAL for x in part["off_topic"]), "n_off": len(part["off_topic"])}
+            hits = {question: retriever.search(question, k=chosen["k"], threshold=threshold) for question in asked}
+            for runner_up in RUNNER_GRID:
+                generator = ExtractiveGenerator(index.embedder, threshold=chosen["coverage"], context=chosen["context"],
+                                                weights=retriever.term_weights if chosen["weights"] else None,
+                                                runner_up=runner_up)
+                said = {question: generator.answer_from(question, found) if found else REFUSAL
+                        for question, found in hits.items()}
+                rows[(q, runner_up)]["parts"][part["corpus"]] = _tally(part, said)
     for row in rows.values():
-        for key in ("facts", "n_facts", "refused", "n_off"):
+        for key in ("facts", "first", "quotes", "n_facts", "refused", "n_off"):
             row[key] = sum(part[key] for part in row["parts"].values())
     return list(rows.values())
 
 
-def best_evidence(rows: list[dict]) -> dict:
-    """Больше всех отказов на вопросах не о корпусе; среди таких — больше ответов с фактом, затем осторожнее (больший
-    квантиль; без вторых ворот — осторожнее всех)."""
+def best_second(rows: list[dict]) -> dict:
+    """Больше всех отказов на вопросах не о корпусе; среди таких — больше ответов с фактом, затем с фактом первым,
+    затем короче ответы (меньше цитат), затем осторожнее (больший квантиль вторых ворот, без них — осторожнее всех;
+    большая доля второго предложения)."""
     allowed = _most_refusals(rows)
-    return max(allowed, key=lambda r: (r["facts"], 2.0 if r["evidence_quantile"] is None else r["evidence_quantile"]))
+    return max(allowed, key=lambda r: (r["facts"], r["first"], -r["quotes"],
+                                       2.0 if r["evidence_quantile"] is None else r["evidence_quantile"], r["runner_up"]))
 
 
 # ---------- 3. итог через командную строку ----------
@@ -405,7 +421,7 @@ def _check_defaults(best_search: dict | None, chosen: dict | None) -> list[str]:
     from minirag import ExtractiveGenerator
     from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, DEFAULT_METHOD, EMBEDDERS
     from minirag.calibrate import EVIDENCE_K, EVIDENCE_QUANTILE, QUANTILE
-    from minirag.generate import WEIGHTED_COVERAGE
+    from minirag.generate import WEIGHTED_COVERAGE, WEIGHTED_RUNNER_UP
 
     failures = []
     if best_search is not None:
@@ -424,6 +440,9 @@ def _check_defaults(best_search: dict | None, chosen: dict | None) -> list[str]:
         if (chosen["evidence_quantile"], chosen["k"]) != (EVIDENCE_QUANTILE, EVIDENCE_K):
             failures.append(f"вторые ворота: EVIDENCE_QUANTILE = {EVIDENCE_QUANTILE}, EVIDENCE_K = {EVIDENCE_K}, а на dev "
                             f"выбраны квантиль {chosen['evidence_quantile']} и k = {chosen['k']}")
+        if chosen["runner_up"] != WEIGHTED_RUNNER_UP:
+            failures.append(f"доля второго предложения: WEIGHTED_RUNNER_UP = {WEIGHTED_RUNNER_UP}, а на dev выбрана "
+                            f"{chosen['runner_up']}")
     return failures
 
 
@@ -471,17 +490,20 @@ def main(argv=None) -> int:
                   f"k {chosen['k']}, context {chosen['context']}, квантиль {chosen['quantile']:g}, "
                   f"веса слов {'да' if chosen['weights'] else 'нет'}, доля {chosen['coverage']:g} — "
                   f"факт {chosen['facts']} из {chosen['n_facts']}, отказ {chosen['refused']} из {chosen['n_off']}\n")
-            print("2б. Вторые ворота: квантиль долей веса слов вопроса в лучшем предложении у вопросов UNRELATED\n")
-            table = evidence_table(workdir, chosen)
-            print("квантиль  факт     отказ  " + "  ".join(table[0]["parts"]))
+            print("2б. Вторые ворота (квантиль долей веса слов вопроса в лучшем предложении у вопросов UNRELATED) и "
+                  "доля второго предложения ответа от лучшего\n")
+            table = second_table(workdir, chosen)
+            print("квантиль  доля  факт     первое цитат отказ  " + "  ".join(table[0]["parts"]))
             for r in table:
                 per_part = "  ".join(f"{p['facts']}/{p['n_facts']}, {p['refused']}/{p['n_off']}" for p in r["parts"].values())
                 name = "нет" if r["evidence_quantile"] is None else f"{r['evidence_quantile']:g}"
-                print(f"{name:9s} {r['facts']:3d}/{r['n_facts']}  {r['refused']}/{r['n_off']}  {per_part}")
-            evidence = best_evidence(table)
-            print(f"\nВыбрано: квантиль вторых ворот {evidence['evidence_quantile']} — факт {evidence['facts']} из "
-                  f"{evidence['n_facts']}, отказ {evidence['refused']} из {evidence['n_off']}\n")
-            chosen = {**chosen, "evidence_quantile": evidence["evidence_quantile"]}
+                print(f"{name:9s} {r['runner_up']:<5g} {r['facts']:3d}/{r['n_facts']}  {r['first']:3d}    {r['quotes']:3d}   "
+                      f"{r['refused']}/{r['n_off']}  {per_part}")
+            second = best_second(table)
+            print(f"\nВыбрано: квантиль вторых ворот {second['evidence_quantile']}, доля второго предложения "
+                  f"{second['runner_up']:g} — факт {second['facts']} из {second['n_facts']}, отказ {second['refused']} из "
+                  f"{second['n_off']}\n")
+            chosen = {**chosen, "evidence_quantile": second["evidence_quantile"], "runner_up": second["runner_up"]}
         failures += _check_defaults(best_search, chosen)
         if args.only in (None, "final"):
             test_corpus = questions()["test"]["corpus"]

@@ -29,7 +29,7 @@ from minirag import (
 )
 from minirag.bm25 import lucene_idf
 from minirag.data import DEMO_DOCS, DEMO_QUERIES
-from minirag.generate import WEIGHTED_COVERAGE
+from minirag.generate import WEIGHTED_COVERAGE, WEIGHTED_RUNNER_UP
 from minirag.sentences import TermWeights, _same, about_code, candidate_sentences, headings, match, question_terms
 from minirag.text import whole_sentences
 
@@ -301,6 +301,17 @@ def test_with_corpus_weights_one_common_shared_word_does_not_make_an_answer():
     assert weighted.threshold == WEIGHTED_COVERAGE
     assert weighted.answer_from(off_topic, hits) == REFUSAL  # «билет», «поезд», «казан» весят больше «стоит»
     assert weighted.answer_from("Сколько стоит новый пропуск?", hits) == "Новый пропуск при утере стоит 300 рублей [2]."
+
+
+def test_with_corpus_weights_a_second_sentence_at_half_the_best_score_joins_the_answer():
+    hits = [Hit(i, 0.5, f"office{i}", 1, "Офис", text) for i, text in enumerate(OFFICE, start=1)]
+    query = "Где выдают новый пропуск при утере?"  # лучшее — о цене нового пропуска, второе — кто выдаёт
+    best, second = "Новый пропуск при утере стоит 300 рублей [2].", "Пропуск в офис выдаёт охрана на первом этаже [1]."
+    weighted = ExtractiveGenerator(weights=TermWeights(OFFICE), threshold=0.3)
+    assert weighted.runner_up == WEIGHTED_RUNNER_UP == 0.5 and "runner_up=0.5" in repr(weighted)
+    assert weighted.answer_from(query, hits) == f"{best} {second}"  # оценка второго — больше половины лучшей
+    assert ExtractiveGenerator(weights=TermWeights(OFFICE), threshold=0.3, runner_up=0.9).answer_from(query, hits) == best
+    assert ExtractiveGenerator(threshold=0.3).answer_from(query, hits) == best  # без весов — 0.9 от лучшей, как в главе 11
 
 
 def test_answer_through_a_retriever_weighs_question_words_by_its_corpus():

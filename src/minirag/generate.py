@@ -31,6 +31,9 @@ COVERAGE = 0.25  # предложение годится в ответ, если
 # benchmarks/ask_questions.json (benchmarks/bench_ask.py)
 WEIGHTED_COVERAGE = 0.45
 RUNNER_UP = 0.9  # второе и третье предложение — только с оценкой не ниже 0.9 от лучшей
+# с весами слов — не ниже половины лучшей: выбрано на тех же dev-вопросах (при 0.9 фактов 167 из 293, при 0.5 —
+# 173; первое предложение ответа от этой доли не зависит, отказы те же)
+WEIGHTED_RUNNER_UP = 0.5
 
 # Конец предложения: знаки .!?… и, возможно, закрывающие кавычки или скобки после них.
 _TAIL_RE = re.compile(r"[.!?…]+[»\"')\]]*$")
@@ -66,9 +69,10 @@ class ExtractiveGenerator:
     вопроса (``sentences.match``): какая доля их есть в предложении и насколько кучно они стоят;
     с ``context=True`` предложение читается в своём разделе — слова заголовка источника
     («документ › раздел») засчитываются, если в самом предложении есть хоть одно слово вопроса.
-    Ответ — лучшее предложение и ещё до ``max_sentences − 1`` почти таких же хороших (оценка не
-    ниже ``runner_up`` от лучшей), каждое — с номером своего источника. Предложение годится, только
-    если в нём не меньше доли ``threshold`` основ вопроса; не годится ни одно — ответ ``REFUSAL``.
+    Ответ — лучшее предложение и ещё до ``max_sentences − 1`` следующих за ним по оценке, если она не ниже
+    доли ``runner_up`` от лучшей (без весов слов — 0.9, с ними — ``WEIGHTED_RUNNER_UP``, половина); у каждого —
+    номер его источника. Предложение годится, только если в нём не меньше доли ``threshold`` основ
+    вопроса; не годится ни одно — ответ ``REFUSAL``.
     ``weights`` — веса основ по корпусу (``sentences.TermWeights``, его даёт ``Retriever.term_weights``):
     с ними доля — доля веса вопроса, и редкие слова корпуса (и слова, которых в нём нет) решают больше
     частых; порог по умолчанию тогда ``WEIGHTED_COVERAGE`` (0.45), без них — ``COVERAGE`` (четверть).
@@ -84,7 +88,7 @@ class ExtractiveGenerator:
     """
 
     def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = MAX_SENTENCES,
-                 threshold: float | None = None, runner_up: float = RUNNER_UP, context: bool = True,
+                 threshold: float | None = None, runner_up: float | None = None, context: bool = True,
                  min_score: float | None = None, weights: Callable[[list[str]], Sequence[float]] | None = None):
         self.embedder = embedder
         self.context = bool(context)
@@ -98,6 +102,8 @@ class ExtractiveGenerator:
             threshold = COVERAGE if weights is None else WEIGHTED_COVERAGE
         self.threshold = require_number(threshold, "threshold", 0.0, 1.0,
                                         hint="Это доля слов вопроса в предложении, например 0.5.")
+        if runner_up is None:
+            runner_up = RUNNER_UP if weights is None else WEIGHTED_RUNNER_UP
         self.runner_up = require_number(runner_up, "runner_up", 0.0, 1.0, hint="Например, 0.9.")
 
     @property
@@ -108,7 +114,7 @@ class ExtractiveGenerator:
     def __repr__(self) -> str:
         weighted = "" if self.weights is None else f", weights={self.weights!r}"
         return (f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences}, "
-                f"threshold={self.threshold:g}, context={self.context}{weighted})")
+                f"threshold={self.threshold:g}, runner_up={self.runner_up:g}, context={self.context}{weighted})")
 
     def _compose(self, query: str, sources: Sequence[tuple[int, str, str]]) -> str:
         code = about_code(query)
