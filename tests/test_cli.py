@@ -6,14 +6,16 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from fakes import ENV, FakeServer, dead_url
 
 from minirag import HashEmbedder, Index, NavecEmbedder, evaluate, hybrid_search, index_bm25, store, tokenize
 from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, DEV_HIT3, EMBEDDERS, main
-from minirag.calibrate import EVIDENCE_QUANTILE, Calibration
+from minirag.calibrate import EVIDENCE_QUANTILE, QUANTILE, Calibration
 from minirag.data import DEMO_DEV, DEMO_DOCS
+from minirag.generate import WEIGHTED_COVERAGE
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -259,7 +261,15 @@ def test_the_numbers_in_the_help_are_the_measured_ones(capsys):
     assert max(measured, key=measured.get) == "hash"
     with pytest.raises(SystemExit):
         main(["index", "--help"])
-    assert f"hit@3 {DEV_HIT3['hash']:.2f}" in " ".join(capsys.readouterr().out.split())
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(f"{DEV_HIT3[name]:.3f}" in help_text for name in DEV_HIT3)
+    # README говорит о тех же умолчаниях: числа hit@3, квантиль порога, доля слов вопроса
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    row_index = next(line for line in readme.splitlines() if "minirag index ПАПКА" in line)
+    row_ask = next(line for line in readme.splitlines() if "minirag ask " in line and "--index" in line)
+    assert all(f"{DEV_HIT3[name]:.3f}" in row_index for name in DEV_HIT3)
+    assert f"квантиль {QUANTILE:g} лучших оценок" in row_index
+    assert f"{WEIGHTED_COVERAGE:.0%}".replace("%", " %") in row_ask
 
 
 class _Searcher:

@@ -218,8 +218,9 @@ def _cmd_ask(args) -> int:
 
 _EMBEDDER_HELP = (
     f"эмбеддер: hash (по умолчанию) — HashEmbedder(dim=4096, stem=True, char_ngrams=(3, 5)), без сети, лучший "
-    f"на dev-части размеченных запросов курса (чанки с заголовками): hit@3 {DEV_HIT3['hash']:.2f} против {DEV_HIT3['hash96']:.2f} у hash96, "
-    f"{DEV_HIT3['navec']:.2f} у navec, {DEV_HIT3['bm25']:.2f} у BM25 и {DEV_HIT3['hybrid']:.2f} у гибрида "
+    f"на dev-части размеченных запросов курса (чанки с заголовками): hit@3 {DEV_HIT3['hash']:.3f} против "
+    f"{DEV_HIT3['hash96']:.3f} у hash96, {DEV_HIT3['navec']:.3f} у navec, {DEV_HIT3['bm25']:.3f} у BM25 и "
+    f"{DEV_HIT3['hybrid']:.3f} у гибрида "
     f"(benchmarks/bench_ask.py); hash96 — HashEmbedder(dim=96) из текста курса; navec — обученные векторы "
     f"слов без сети; ollama/openai — сервер из переменных MINIRAG_*")
 
@@ -250,7 +251,7 @@ def _parser() -> _Parser:
                           "заданный здесь порог решает один, без вторых ворот; -1 — без порога")
     ask.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
                      help=f"поиск: cosine (по умолчанию), bm25 или hybrid (оба, слитые RRF); hit@3 на dev: cosine "
-                          f"{DEV_HIT3['hash']:.2f}, bm25 {DEV_HIT3['bm25']:.2f}, hybrid {DEV_HIT3['hybrid']:.2f}")
+                          f"{DEV_HIT3['hash']:.3f}, bm25 {DEV_HIT3['bm25']:.3f}, hybrid {DEV_HIT3['hybrid']:.3f}")
     ask.add_argument("--generator", choices=("extractive", "openai", "ollama"), default="extractive",
                      help="кто отвечает: extractive — цитаты без модели (по умолчанию); openai/ollama — модель")
     ask.add_argument("--embedder", choices=tuple(EMBEDDERS),
