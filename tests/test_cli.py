@@ -172,11 +172,41 @@ def test_the_evidence_gate_answers_a_question_whose_words_stand_in_one_sentence(
 def test_an_index_calibrated_before_the_evidence_gate_keeps_the_cosine_gate_only(tmp_path):
     path = calibrated_index(tmp_path)  # калибровка без evidence — как у индексов прежней версии
     out = run("ask", "Сколько календарных дней длится ежегодный отпуск?", "--index", str(path)).stdout
-    assert "Не найдено: ни один чанк не прошёл порог 0.990" in out and "вторые ворота" not in out
+    assert re.search(r"Не найдено: лучший чанк \(0\.\d{3}\) ниже порога 0\.990 — вопрос не похож", out), out
+    assert "вторые ворота" not in out
     # --threshold задаёт ворота целиком: вторых ворот из калибровки тогда нет
     path = calibrated_index(tmp_path, evidence=0.01, evidence_quantile=0.99)
     out = run("ask", "Сколько календарных дней длится ежегодный отпуск?", "--index", str(path), "--threshold", "0.99").stdout
-    assert "Не найдено: ни один чанк не прошёл порог 0.990" in out
+    assert re.search(r"Не найдено: лучший чанк \(0\.\d{3}\) ниже порога 0\.990, заданного --threshold\. Без "
+                     r"--threshold решает порог, калиброванный под этот корпус\.", out), out
+
+
+def test_a_refusal_never_reads_as_a_score_below_an_equal_threshold(tmp_path):
+    # порог ровно посередине между лучшей оценкой и её округлением до трёх знаков: печать добавляет знаки
+    index = Index.build(DEMO_DOCS, EMBEDDERS[DEFAULT_EMBEDDER](), headers=True)
+    query = "Сколько календарных дней длится ежегодный отпуск?"
+    best = float(index.scores(query).max())
+    threshold = round(best + 0.00005, 4)
+    assert threshold > best and f"{threshold:.3f}" == f"{best:.3f}"  # с тремя знаками они неразличимы
+    path = calibrated_index(tmp_path, threshold=threshold)
+    out = run("ask", query, "--index", str(path)).stdout
+    found = re.search(r"Не найдено: лучший чанк \((0\.\d+)\) ниже порога (0\.\d+)", out)
+    assert found and float(found.group(1)) < float(found.group(2)), out
+
+
+def test_a_question_without_words_and_a_folder_or_file_in_the_wrong_place_are_explained(tmp_path):
+    for empty in ("", "   ", "?!"):
+        result = run("ask", empty)
+        assert result.returncode == 2 and "В вопросе нет ни одного слова" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "отпуск.md").write_text("# Отпуск\n\nОтпуск длится 28 дней.\n", encoding="utf-8")
+    result = run("ask", "Сколько дней отпуска?", "--index", str(folder))
+    assert result.returncode == 2 and f"{folder} — папка, а не файл индекса" in result.stderr
+    assert "python -m minirag index" in result.stderr and "Error" not in result.stderr
+    result = run("index", str(folder / "отпуск.md"), "--out", str(tmp_path / "i.minirag"))
+    assert result.returncode == 2 and "— файл, а не папка" in result.stderr
 
 
 def test_threshold_on_the_command_line_overrides_the_calibration(built):
@@ -195,7 +225,7 @@ def test_an_off_topic_question_is_refused_with_the_refusal_phrase(built):
     # чанки нашлись (порог снят), но ни одно предложение не содержит слов вопроса — тоже отказ, с причиной
     out = run("ask", "Кто выиграл кубок по хоккею?", "--index", str(index), "--threshold", "-1").stdout
     assert "Найдено (cosine" in out and "В контексте ответа нет." in out
-    assert "Причина: ни в одном предложении найденных чанков нет" in out
+    assert "Причина: чанки найдены, но ни в одном их предложении слова вопроса не набирают 45% своего веса" in out
 
 
 def test_one_shared_common_word_does_not_make_an_answer(built):
@@ -204,7 +234,7 @@ def test_one_shared_common_word_does_not_make_an_answer(built):
     _, index, _ = built
     out = run("ask", "Сколько дней идёт поезд до Казани?", "--index", str(index), "--threshold", "-1").stdout
     assert "Найдено (cosine" in out and "Ответ (extractive):\n  В контексте ответа нет." in out
-    assert "Причина: ни в одном предложении найденных чанков нет слов вопроса хотя бы на 45% их веса" in out
+    assert "Причина: чанки найдены, но ни в одном их предложении слова вопроса не набирают 45% своего веса" in out
     out = run("ask", "Сколько дней длится отпуск?", "--index", str(index), "--threshold", "-1").stdout
     assert "Ежегодный отпуск длится 28 календарных дней [1]." in out
 

@@ -73,6 +73,10 @@ def test_headings_list_markers_and_code_are_not_quoted_unless_the_question_is_ab
     assert ExtractiveGenerator().answer_from("Итоги главы?", hits) == REFUSAL  # заголовок — не ответ
     assert about_code("Какой код печатает days_of_vacation?")
     assert "print(days_of_vacation) [1]." in ExtractiveGenerator().answer_from("Какой код печатает days_of_vacation?", hits)
+    # пункт списка кончается «;» — в ответе он кончается цитатой и точкой, без «; [1].»
+    items = [Hit(1, 0.5, "q", 1, "Тихие часы", "- в будни — с 23:00 до 7:00;\n- в выходные — с 22:00 до 10:00;")]
+    assert ExtractiveGenerator(max_sentences=1).answer_from("Тихие часы в выходные?", items) == \
+        "в выходные — с 22:00 до 10:00 [1]."
     # чанк начался внутри блока кода: первая голая ``` закрывает его, строки выше — код
     assert candidate_sentences("x = compute(1, 2)\n```\n\nПосле кода текст.") == ["После кода текст."]
 

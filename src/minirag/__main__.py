@@ -35,6 +35,7 @@ from .navec import NavecEmbedder
 from .prompt import build_prompt
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder
 from .retrieve import METHODS, Retriever
+from .text import tokenize
 from .topk import SCORE_TOLERANCE
 
 DEMO = ("Сколько дней длится ежегодный отпуск?", "Как подключиться к VPN из дома?", "Какие расходы не возмещаются в командировке?")
@@ -169,7 +170,18 @@ def _load(args) -> tuple[Index, str, Calibration | None]:
     return Index.load(args.index, _embedder(name)), args.index, calibration
 
 
+def _below(best: float, threshold: float) -> tuple[str, str]:
+    """Лучшая оценка и порог с тем числом знаков, при котором видно, что первая меньше: не «0.274 ниже 0.274»."""
+    digits = 3
+    while digits < 6 and f"{best:.{digits}f}" == f"{threshold:.{digits}f}":
+        digits += 1
+    return f"{best:.{digits}f}", f"{threshold:.{digits}f}"
+
+
 def _cmd_ask(args) -> int:
+    if not tokenize(args.query):
+        raise MiniRagError('В вопросе нет ни одного слова: напиши его в кавычках, например python -m minirag ask '
+                           '"Сколько дней длится отпуск?".')
     index, source, calibration = _load(args)
     if args.threshold is not None:  # --threshold важнее калибровки; -1 — без порога
         threshold = None if args.threshold <= -1 else args.threshold
@@ -189,18 +201,27 @@ def _cmd_ask(args) -> int:
     print(f"Порог: {shown} ({about})")
     print(f"Вопрос: {result.query}\n")
     best = float(index.scores(result.query).max())
-    if not result.hits and evidence is not None:
-        print(f"Не найдено: лучший чанк ({best:.3f}) ниже порога {shown}, и ни в одном предложении {args.k} лучших "
-              f"чанков нет {evidence:.0%} веса слов вопроса (вторые ворота) — вопрос не похож на документы индекса.")
+    if not result.hits and threshold is not None:
+        best_shown, limit = _below(best, threshold)
+        if evidence is not None:
+            print(f"Не найдено: лучший чанк ({best_shown}) ниже порога {limit}, и ни в одном предложении {args.k} "
+                  f"лучших чанков нет {evidence:.0%} веса слов вопроса (вторые ворота) — вопрос не похож на документы "
+                  f"индекса.")
+        elif args.threshold is not None:
+            print(f"Не найдено: лучший чанк ({best_shown}) ниже порога {limit}, заданного --threshold. Без --threshold "
+                  f"решает порог, калиброванный под этот корпус.")
+        else:
+            print(f"Не найдено: лучший чанк ({best_shown}) ниже порога {limit} — вопрос не похож на документы индекса.")
     elif not result.hits:
-        print(f"Не найдено: ни один чанк не прошёл порог {shown} — вопрос не похож на документы индекса.")
+        print("Не найдено: в индексе нет ни одного чанка.")
     elif threshold is None:
         print(f"Найдено ({args.method}, k={args.k}; без порога):")
     elif best >= threshold - SCORE_TOLERANCE:
         print(f"Найдено ({args.method}, k={args.k}; лучший чанк не ниже порога {shown}):")
     else:  # прошёл вторые ворота: доля слов вопроса в одном предложении найденных (тех же, что мерили ворота)
         share = retriever.evidence_of(result.query, list(result.hits))
-        print(f"Найдено ({args.method}, k={args.k}; лучший чанк ({best:.3f}) ниже порога {shown}, но в одном "
+        best_shown, shown = _below(best, threshold)
+        print(f"Найдено ({args.method}, k={args.k}; лучший чанк ({best_shown}) ниже порога {shown}, но в одном "
               f"предложении {share:.0%} веса слов вопроса — не меньше вторых ворот {evidence:.0%}):")
     for hit in result.hits:
         print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
@@ -211,8 +232,9 @@ def _cmd_ask(args) -> int:
     if result.reason:
         print(f"Причина: {result.reason}")
     elif result.citations.refusal and result.hits and args.generator == "extractive":
-        print(f"Причина: ни в одном предложении найденных чанков нет слов вопроса хотя бы на {WEIGHTED_COVERAGE:.0%} "
-              f"их веса (слово весит тем больше, чем реже оно в корпусе; слова, которого в корпусе нет, — больше всех).")
+        print(f"Причина: чанки найдены, но ни в одном их предложении слова вопроса не набирают {WEIGHTED_COVERAGE:.0%} "
+              f"своего веса — ответа в них нет (слово весит тем больше, чем реже оно в корпусе; слово, которого в "
+              f"корпусе нет, — больше всех).")
     return 0
 
 

@@ -51,13 +51,14 @@ class Generator(Protocol):
 
 
 def _quote(sentence: str, n: int) -> str:
-    """Предложение с цитатой [n] перед последним знаком препинания: «Отпуск 28 дней [1].»."""
+    """Предложение с цитатой [n] перед последним знаком препинания: «Отпуск 28 дней [1].»; пункт списка без
+    точки — с точкой после цитаты, без «;» или «,» в конце."""
     sentence = " ".join(sentence.split())
     # номера в квадратных скобках внутри цитаты — не наши ссылки: делаем их круглыми
     sentence = CITATION_RE.sub(r"(\1)", sentence)
     tail = _TAIL_RE.search(sentence)
-    if tail is None:
-        return f"{sentence} [{n}]."
+    if tail is None:  # пункт списка кончается «;», «,» или «:» — они ответу не нужны: «до 10:00 [1].»
+        return f"{sentence.rstrip(' ;,:')} [{n}]."
     return f"{sentence[: tail.start()].rstrip()} [{n}]{tail.group()}"
 
 

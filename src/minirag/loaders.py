@@ -286,6 +286,8 @@ def load_folder(folder: str | os.PathLike, *, encoding: str = "utf-8", progress:
     ``Index.build(load_folder("мои_документы").docs)``. Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     folder = Path(folder)
+    if folder.is_file():
+        raise MiniRagError(f"{folder} — файл, а не папка. Положи его (и другие свои файлы) в папку и укажи её.")
     if not folder.is_dir():
         raise MiniRagError(f"Папки {folder} нет. Укажи папку со своими файлами (.txt, .md, .csv, .html, .pdf, .docx).")
     paths, report = [], LoadReport()

@@ -87,9 +87,7 @@ def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.
 
     Пример: ``read("demo.minirag", HashEmbedder().fingerprint)[2].shape`` → ``(96, 96)``. Глава 5. Индекс и поиск.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise MiniRagError(f"Файла индекса {path} нет. Сначала построй индекс и сохрани его: index.save(path).")
+    path = _index_file(path, "Сначала построй индекс и сохрани его: index.save(path).")
     broken = f"Файл {path} повреждён или это не индекс minirag"
     try:
         with zipfile.ZipFile(path) as archive:
@@ -128,18 +126,26 @@ def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.
     return docs, spans, matrix, manifest.get("headers", False)
 
 
+def _index_file(path: str | os.PathLike, build: str) -> Path:
+    """Путь к файлу индекса, если он есть и это файл; иначе — ошибка, которая говорит, что там и что делать."""
+    path = Path(path)
+    if path.is_dir():
+        raise MiniRagError(f"{path} — папка, а не файл индекса. Индекс папки пишет команда python -m minirag index "
+                           f"{path} --out ФАЙЛ, а читать нужно этот ФАЙЛ.")
+    if not path.is_file():
+        raise MiniRagError(f"Файла индекса {path} нет. {build}")
+    return path
+
+
 def read_meta(path: str | os.PathLike) -> dict:
     """``meta`` из manifest.json файла индекса; у файла без него — пустой словарь.
 
     Пример: ``read_meta("demo.minirag")`` → ``{}`` (``Index.save`` не пишет meta). Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
-    path = Path(path)
+    path = _index_file(path, f"Сначала построй индекс: python -m minirag index ПАПКА --out {path}.")
     try:
         with zipfile.ZipFile(path) as archive:
             manifest = json.loads(archive.read("manifest.json"))
-    except FileNotFoundError:
-        raise MiniRagError(f"Файла индекса {path} нет. Сначала построй индекс: python -m minirag index ПАПКА "
-                           f"--out {path}.") from None
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise MiniRagError(f"Файл {path} повреждён или это не индекс minirag ({type(exc).__name__}: {exc}). "
                            f"Перестрой индекс и сохрани заново.") from None
