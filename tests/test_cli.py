@@ -194,6 +194,13 @@ def test_a_refusal_never_reads_as_a_score_below_an_equal_threshold(tmp_path):
     assert found and float(found.group(1)) < float(found.group(2)), out
 
 
+def test_the_answer_comes_first_and_the_sources_it_was_taken_from_below_it():
+    out = run("ask", "Сколько дней длится ежегодный отпуск?").stdout
+    assert out.index("Ответ (extractive):") < out.index("Проверка цитат:") < out.index("Найдено (") < out.index("  [1] ")
+    refused = run("ask", "Как сварить гречневую кашу на воде?").stdout
+    assert refused.index("В контексте ответа нет.") < refused.index("Не найдено: лучший чанк")
+
+
 def test_a_question_without_words_and_a_folder_or_file_in_the_wrong_place_are_explained(tmp_path):
     for empty in ("", "   ", "?!"):
         result = run("ask", empty)

@@ -200,6 +200,17 @@ def _cmd_ask(args) -> int:
     print(f"Индекс: {source} — документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}")
     print(f"Порог: {shown} ({about})")
     print(f"Вопрос: {result.query}\n")
+    # сначала ответ — его и спрашивали; под ним — откуда он: ворота и найденные чанки
+    label = "запасной, экстрактивный: генератор не ответил" if result.fallback else args.generator
+    print(f"Ответ ({label}):\n  {result.text}\n")
+    print(f"Проверка цитат: {result.citations}")
+    if result.reason:
+        print(f"Причина: {result.reason}")
+    elif result.citations.refusal and result.hits and args.generator == "extractive":
+        print(f"Причина: чанки найдены, но ни в одном их предложении слова вопроса не набирают {WEIGHTED_COVERAGE:.0%} "
+              f"своего веса — ответа в них нет (слово весит тем больше, чем реже оно в корпусе; слово, которого в "
+              f"корпусе нет, — больше всех).")
+    print()
     best = float(index.scores(result.query).max())
     if not result.hits and threshold is not None:
         best_shown, limit = _below(best, threshold)
@@ -226,15 +237,6 @@ def _cmd_ask(args) -> int:
     for hit in result.hits:
         print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
         print(f"      {' '.join(hit.text.split())}")
-    label = "запасной, экстрактивный: генератор не ответил" if result.fallback else args.generator
-    print(f"\nОтвет ({label}):\n  {result.text}\n")
-    print(f"Проверка цитат: {result.citations}")
-    if result.reason:
-        print(f"Причина: {result.reason}")
-    elif result.citations.refusal and result.hits and args.generator == "extractive":
-        print(f"Причина: чанки найдены, но ни в одном их предложении слова вопроса не набирают {WEIGHTED_COVERAGE:.0%} "
-              f"своего веса — ответа в них нет (слово весит тем больше, чем реже оно в корпусе; слово, которого в "
-              f"корпусе нет, — больше всех).")
     return 0
 
 
