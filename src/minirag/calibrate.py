@@ -213,14 +213,20 @@ class Calibration:
         return text
 
 
+def _sample(questions: Sequence[str]) -> list[str]:
+    """Вопросы образца не о корпусе: список строк, хотя бы одна."""
+    questions = require_texts(list(questions), "questions")
+    if not questions:
+        raise MiniRagError("Нужен хотя бы один вопрос не о корпусе: передай, например, UNRELATED.")
+    return questions
+
+
 def unrelated_scores(index, questions: Sequence[str] = UNRELATED) -> np.ndarray:
     """Лучшая оценка (косинус лучшего чанка) каждого вопроса ``questions`` в индексе.
 
     Пример: ``unrelated_scores(index).shape`` → ``(120,)``. Глава 3. Top-k и порог.
     """
-    questions = require_texts(list(questions), "questions")
-    if not questions:
-        raise MiniRagError("Нужен хотя бы один вопрос не о корпусе: передай, например, UNRELATED.")
+    questions = _sample(questions)
     return np.array([hits[0].score if hits else 0.0 for hits in index.search_many(questions, k=1)])
 
 
@@ -229,9 +235,7 @@ def unrelated_evidence(index, questions: Sequence[str] = UNRELATED, k: int = EVI
 
     Пример: ``unrelated_evidence(index).max() <= 1`` → ``True``. Глава 3. Top-k и порог.
     """
-    questions = require_texts(list(questions), "questions")
-    if not questions:
-        raise MiniRagError("Нужен хотя бы один вопрос не о корпусе: передай, например, UNRELATED.")
+    questions = _sample(questions)
     retriever = Retriever(index)
     k = require_k(k)
     return np.array([retriever.evidence_of(q, retriever.search(q, k=k)) for q in questions])

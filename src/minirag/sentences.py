@@ -33,6 +33,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from .bm25 import lucene_idf
 from .errors import MiniRagError
@@ -295,12 +296,20 @@ class TermWeights:
                 self._docs.setdefault(word, set()).add(i)
             self.n_texts = i + 1
         self._cache: dict[str, float] = {}
-        self._sorted: list[str] | None = None  # словарь по алфавиту: слова, начинающиеся с основы
-        self._near: dict[str, list[str]] | None = None  # слово без одной буквы → слова: кандидаты одной опечатки
 
     def __repr__(self) -> str:
         return f"TermWeights({plural(self.n_texts, 'текст', 'текста', 'текстов')}, " \
                f"{plural(len(self._docs), 'основа', 'основы', 'основ')})"
+
+    @cached_property
+    def _lookup(self) -> tuple[list[str], dict[str, list[str]]]:
+        """Словарь по алфавиту (слова, начинающиеся с основы) и «слово без одной буквы» → слова (опечатки)."""
+        words, near = sorted(self._docs), {}
+        for word in words:
+            if len(word) >= 4:
+                for key in {word} | {word[:i] + word[i + 1:] for i in range(len(word))}:
+                    near.setdefault(key, []).append(word)
+        return words, near
 
     def _candidates(self, term: str) -> set[str]:
         """Слова корпуса, которые могут совпасть с основой по правилам ``_same``, — без перебора всего словаря.
@@ -308,21 +317,14 @@ class TermWeights:
         Начало другой: слова от ``term`` до ``term + '\\uffff'`` по алфавиту и начала самой ``term``. Одна
         опечатка (замена, вставка, удаление): у таких двух слов общий «остаток без одной буквы» или одно из них —
         остаток другого (так ищет опечатки SymSpell)."""
-        if self._sorted is None:
-            self._sorted = sorted(self._docs)
-            self._near = {}
-            for word in self._sorted:
-                if len(word) >= 4:
-                    for key in {word} | {word[:i] + word[i + 1:] for i in range(len(word))}:
-                        self._near.setdefault(key, []).append(word)
         found = {term} & self._docs.keys()
         if len(term) >= 4:
-            start = bisect.bisect_left(self._sorted, term)
-            end = bisect.bisect_left(self._sorted, term + "\uffff", start)
-            found.update(self._sorted[start:end])
+            words, near = self._lookup
+            start = bisect.bisect_left(words, term)
+            found.update(words[start:bisect.bisect_left(words, term + "\uffff", start)])
             found.update(term[:i] for i in range(4, len(term)) if term[:i] in self._docs)
             for key in {term} | {term[:i] + term[i + 1:] for i in range(len(term))}:
-                found.update(self._near.get(key, ()))
+                found.update(near.get(key, ()))
         return found
 
     def weight(self, term: str) -> float:
