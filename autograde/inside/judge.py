@@ -15,6 +15,7 @@
 
 import builtins
 import contextlib
+import copy
 import io
 import json
 import os
@@ -121,9 +122,17 @@ class Judge:
             raise TransferError(f"{name}: {exc}") from None
 
     def proxy(self, number: int, name: str):
+        """Функция слушателя у судьи: вызов исполняется в ядре над копиями аргументов.
+
+        Аргументы уходят в ядро закодированными — функция слушателя получает свои копии, а объекты
+        судьи (входы тестов, ``DOCS`` преподавателя, эталон) она не видит и изменить не может. Что
+        функция сделала со своими копиями, ядро сообщает (``after``), но судья это ни во что своё не
+        записывает: тест, которому важно правило «не меняет вход», спрашивает явно —
+        ``labkit.call_on_copies(функция, …)`` → ``(результат, входы после вызова)``.
+        """
         judge = self
 
-        def call(*args, **kwargs):
+        def invoke(args, kwargs):
             encode = Encoder(None)
             try:
                 payload = {"op": "call", "id": number, "args": encode(list(args)), "kwargs": encode(dict(kwargs))}
@@ -137,15 +146,28 @@ class Judge:
             decode = judge.decoder()
             try:
                 value = decode(reply.get("value"))
-                after = reply.get("after") or []
-                for original, changed in zip(list(args) + list(kwargs.values()), after):
-                    if changed is not None:
-                        _update(original, decode(changed))
             except CodecError as exc:
                 raise TransferError(f"{name}: {exc}") from None
-            return value
+            return value, reply.get("after"), decode
+
+        def call(*args, **kwargs):
+            return invoke(args, kwargs)[0]
+
+        def with_inputs(*args, **kwargs):
+            """(результат, входы после вызова — новые объекты судьи, по порядку: позиционные, затем именованные)."""
+            value, after, decode = invoke(args, kwargs)
+            inputs = list(args) + list(kwargs.values())
+            after = after if isinstance(after, list) and len(after) == len(inputs) else [None] * len(inputs)
+            changed = []
+            for original, report in zip(inputs, after):
+                try:
+                    changed.append(copy.deepcopy(original) if report is None else decode(report))
+                except CodecError as exc:
+                    raise TransferError(f"{name}: {exc}") from None
+            return value, changed
 
         call.__name__ = call.__qualname__ = name
+        call.with_inputs = with_inputs
         return call
 
     # ---------- ячейки ----------
@@ -202,21 +224,6 @@ class Namespace(dict):
         self[name] = value
         self.judge.fetched.add(name)
         return value
-
-
-def _update(original, changed) -> None:
-    """Повторить у судьи изменение аргумента, которое функция слушателя сделала в ядре."""
-    if type(original) is list and type(changed) is list:
-        original[:] = changed
-    elif type(original) is dict and type(changed) is dict:
-        original.clear()
-        original.update(changed)
-    elif type(original) is set and type(changed) is set:
-        original.clear()
-        original.update(changed)
-    elif type(original).__name__ == "ndarray" and type(changed).__name__ == "ndarray":
-        if original.shape == changed.shape and original.flags.writeable:
-            original[...] = changed
 
 
 class _Bounded(io.StringIO):
