@@ -38,7 +38,7 @@ MIN_WORDS = 40
 _WORD_RE = re.compile(r"[A-Za-zА-Яа-яЁё0-9]+")
 
 
-_PASSED: set[str] = set()  # проверки, пройденные целиком в этом прогоне (см. mark_passed)
+_PASSED_KEY = "_labkit_passed"  # в пространстве имён проверок: какие проверки пройдены целиком (mark_passed)
 
 
 def call_on_copies(function, *args, **kwargs):
@@ -60,8 +60,14 @@ def call_on_copies(function, *args, **kwargs):
 
 
 def mark_passed(grade_id: str) -> None:
-    """Отметить, что проверка ``grade_id`` пройдена целиком (вызывать последней строкой её ячейки)."""
-    _PASSED.add(grade_id)
+    """Отметить, что проверка ``grade_id`` пройдена целиком (вызывать последней строкой её ячейки).
+
+    Отметка живёт в пространстве имён, где исполняются проверки (у судьи — его собственное, код
+    слушателя туда не попадает), поэтому у каждого прогона ноутбука она своя.
+    """
+    import sys
+
+    sys._getframe(1).f_globals.setdefault(_PASSED_KEY, set()).add(grade_id)
 
 
 def passed(grade_id: str) -> bool:
@@ -70,7 +76,9 @@ def passed(grade_id: str) -> bool:
     Нужна, чтобы одна ошибка стоила баллов один раз: если функция слушателя уже не прошла свою
     проверку, следующая проверка, которая от неё зависит, судит по её же результатам.
     """
-    return grade_id in _PASSED
+    import sys
+
+    return grade_id in sys._getframe(1).f_globals.get(_PASSED_KEY, ())
 
 
 def _plural(n: int, one: str, few: str, many: str) -> str:

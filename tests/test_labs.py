@@ -775,15 +775,35 @@ def test_lab5_a_real_bug_loses_points_with_a_message_that_names_it(bug, lab5_fol
 
 
 def test_lab5_a_bug_costs_the_points_of_its_task_only(lab5_folder):
-    """Выдача BM25 сверяется с оценками слушателя, гибрид — с его же rrf: ошибка не наказывается дважды."""
+    """Когда задание 2 (или 4) уже не прошло, выдачу BM25 сверяют с оценками слушателя, гибрид — с его же rrf:
+    ошибка не наказывается дважды."""
     scores_bug = LAB5_BUGS["повтор слова в запросе один раз"]
     namespace = run_until(LAB5, "table", replace={scores_bug[0]: scores_bug[1]})
+    with pytest.raises(AssertionError):
+        run_check(LAB5, namespace, "bm25_hidden")
     for grade_id in ("top_hidden", "rows_hidden", "table_hidden"):
         run_check(LAB5, namespace, grade_id)
     ties_bug = LAB5_BUGS["ничьи по имени ключа"]
     namespace = run_until(LAB5, "table", replace={ties_bug[0]: ties_bug[1]})
+    with pytest.raises(AssertionError):
+        run_check(LAB5, namespace, "rrf_hidden")
     for grade_id in ("rows_hidden", "table_hidden"):
         run_check(LAB5, namespace, grade_id)
+
+
+def test_lab5_bm25_top_is_judged_by_reference_scores_once_task_2_passed(lab5_folder):
+    """bm25_scores, подогнанная под ошибочную ничью bm25_top, не покупает баллы задания 3: после пройденного
+    задания 2 ожидание строится по эталонным оценкам (rank_bm25), а не по ответу функции слушателя."""
+    namespace = run_until(LAB5, "table")
+    run_check(LAB5, namespace, "bm25_hidden")
+    honest = namespace["bm25_scores"]
+    namespace["bm25_scores"] = lambda q, c, k1=1.5, b=0.75: [s + 1e-12 * i if s > 0 else s
+                                                           for i, s in enumerate(honest(q, c, k1, b))]
+    reversed_ties = LAB5_BUGS["ничьи в обратном порядке"][1]
+    namespace["_honest_scores"] = honest  # своя bm25_top считает по честным оценкам
+    exec(compile(reversed_ties.replace("bm25_scores(", "_honest_scores("), "reversed", "exec"), namespace)
+    with pytest.raises(AssertionError, match="эталонные"):
+        run_check(LAB5, namespace, "top_hidden")
 
 
 def test_lab5_verdicts_and_lost_queries_must_follow_the_learners_own_numbers(lab5_folder):
