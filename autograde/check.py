@@ -13,8 +13,9 @@
     [скрыто]         скрытые тесты: в выданной версии их нет, их запустит проверка преподавателя;
     [вручную]        письменный ответ: баллы за содержание ставит преподаватель.
 
-Код выхода: 0 — все видимые тесты пройдены; 1 — есть ошибки или несделанные задания;
-2 — ноутбук не найден или это не лабораторная курса.
+Код выхода: 0 — все видимые тесты пройдены и письменные ответы написаны; 1 — есть ошибки или
+несделанные задания; 2 — ноутбук не найден или не читается, это не лабораторная курса или ядро не
+запустилось.
 
 Пример:
     python -m autograde check labs/lab01_mini_rag/lab01_mini_rag.ipynb
@@ -29,6 +30,8 @@ from pathlib import Path
 
 import nbformat
 from nbgrader import utils as nbutils
+
+from minirag import plural
 
 from .course import RELEASE, ROOT, STUB_MARK, Course, CourseError, lab_names
 from .feedback import title
@@ -188,14 +191,22 @@ def render(report: Report) -> str:
     visible = [r for r in report.results if r.status in ("passed", "failed", "todo") and not r.title.startswith(WRITTEN)]
     hidden = sum(r.max_points for r in report.results if r.status == "hidden")
     manual = sum(r.max_points for r in report.results if r.title.startswith(WRITTEN))
-    later = [f"скрытые тесты ({_fmt(hidden)} б.)"] if hidden else []
-    later += [f"письменные ответы ({_fmt(manual)} б.)"] if manual else []
-    lines += ["", f"Итог: пройдено {count['passed']}, с ошибкой {count['failed']}, не сделано {count['todo']}; "
-                  f"видимые тесты — {_fmt(sum(r.points for r in visible))} из {_fmt(sum(r.max_points for r in visible))} б."
-              + (f"; {' и '.join(later)} оценит преподаватель." if later else ".")]
-    lines.append("Всё видимое пройдено: можно сдавать." if report.ok
+    lines += ["", f"Итог: пройдено {count['passed']}, с ошибкой {count['failed']}, не сделано {count['todo']}."]
+    summary = f"Видимые тесты: {_fmt(sum(r.points for r in visible))} из {_points(sum(r.max_points for r in visible), genitive=True)}."
+    unseen = [f"{_points(hidden)} проверят скрытые тесты преподавателя"] if hidden else []
+    unseen += [f"{_points(manual) if not hidden else _fmt(manual)} — преподаватель вручную (письменные ответы)"] if manual else []
+    lines.append(summary + (f" Ещё {' и '.join(unseen)}." if unseen else ""))
+    lines.append("Всё видимое пройдено. Скрытые тесты проверяют те же правила заданий на других данных: перед "
+                 "сдачей перечитай правила и крайние случаи каждого задания." if report.ok
                  else "Есть ошибки или несделанные задания: исправь их и запусти проверку снова.")
     return "\n".join(lines)
+
+
+def _points(points: float, genitive: bool = False) -> str:
+    """«15 баллов», «1 балл», «2.5 балла»; ``genitive`` — после «из»: «из 1 балла», «из 2 баллов»."""
+    if points == int(points):
+        return plural(int(points), *(("балла", "баллов", "баллов") if genitive else ("балл", "балла", "баллов")))
+    return f"{_fmt(points)} балла"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -175,10 +175,10 @@ def short(value, limit: int = 160) -> str:
 
 
 def first_difference(expected, got, show=short, context: int = 1) -> str:
-    """Где списки впервые расходятся: номер места (с 0), что ждали и что пришло, соседи до и после.
+    """Где списки впервые расходятся: место (считая с 1, как rank), что ждали и что пришло, соседи до и после.
 
     Пример: ``first_difference([1, 2, 3], [1, 5, 3])`` →
-    ``'первое расхождение — место 1 (счёт с 0): ждали 2, получено 5; перед ним совпало: 1'``.
+    ``'первое расхождение — на месте 2: ждали 2, получено 5; перед ним совпало: 1; дальше ждали: 3; дальше получено: 3'``.
     """
     expected, got = list(expected), list(got)
     i = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
@@ -186,9 +186,9 @@ def first_difference(expected, got, show=short, context: int = 1) -> str:
         return "списки совпадают"
 
     def at(items, j):
-        return show(items[j]) if j < len(items) else "ничего (список кончился)"
+        return show(items[j]) if j < len(items) else f"ничего — в списке всего {_plural(len(items), 'элемент', 'элемента', 'элементов')}"
 
-    parts = [f"первое расхождение — место {i} (счёт с 0): ждали {at(expected, i)}, получено {at(got, i)}"]
+    parts = [f"первое расхождение — на месте {i + 1}: ждали {at(expected, i)}, получено {at(got, i)}"]
     before = expected[max(0, i - context):i]
     if before:
         parts.append("перед ним совпало: " + ", ".join(show(x) for x in before))
@@ -224,13 +224,14 @@ def imports_of(grade_id: str, modules) -> list[str]:
     Ноутбук — тот, что под проверкой (как у ``written_answer``; ``grade_id`` — любая ячейка решения).
     Заблокированные ячейки преподавателя (подготовка, тесты) не смотрятся; строки-магии Jupyter
     (``%…``, ``!…``) пропускаются, ячейка с синтаксической ошибкой — тоже (её поймают другие тесты).
-    Пример: ``imports_of("bm25", ["rank_bm25"])`` → ``['ячейка bm25: rank_bm25']``.
+    Пример: ``imports_of("bm25", ["rank_bm25"])`` → ``['ячейка bm25: rank_bm25']``; ячейка без grade_id
+    называется своей первой строкой: «твоя ячейка «from rank_bm25 import BM25Okapi»: rank_bm25».
     """
     path = notebook_under_check(grade_id)
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
     roots = set(modules)
     found = []
-    for number, cell in enumerate(cells, start=1):
+    for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -243,6 +244,7 @@ def imports_of(grade_id: str, modules) -> list[str]:
             tree = ast.parse(code)
         except SyntaxError:
             continue
-        where = f"ячейка {meta['grade_id']}" if meta.get("grade_id") else f"твоя ячейка №{number}"
+        first = next((line.strip() for line in source.splitlines() if line.strip()), "")
+        where = f"ячейка {meta['grade_id']}" if meta.get("grade_id") else f"твоя ячейка «{short(first, 40)[1:-1]}»"
         found += [f"{where}: {name}" for name in _imported(tree) if name.split(".")[0] in roots]
     return found
