@@ -911,10 +911,10 @@ def test_lab6_a_real_bug_loses_points_with_a_message_that_names_it(bug):
 
 def test_lab6_the_rules_hidden_tests_enforce_are_stated_in_the_tasks():
     tasks = "\n".join(source(c) for c in solution_nb(LAB6)["cells"] if c["cell_type"] == "markdown")
-    for rule in ("по строкам", "приклей его через пробел", "без учёта регистра", "целиком (как строка)",
+    for rule in ("по строкам", "приклей его через пробел", "без учёта регистра", "не кусок более длинной",
                  "«2» и «500»", "существующего", "это же", "без повторов", "score ≥ threshold − SCORE_TOLERANCE",
                  "пустой `hits` — тоже", "Пустой ответ — не `ok`", "Смотрим только",
-                 "каждому", "не выше, чем нужно", "отличаются хотя бы на 1e-4", "`None`"):
+                 "каждому", "не выше, чем нужно", "отличаются хотя бы на 1e-4", "`None`", "оба списка пусты", "В контексте ответа нет. [1]"):
         assert rule in tasks, f"правило «{rule}» проверяется тестами лабораторной 6, но не написано в заданиях"
 
 
