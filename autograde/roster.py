@@ -5,6 +5,13 @@
 ``autograde/roster.json`` (вне git: это личные данные). Сдача «Иван Петров_123» из Moodle, папка
 ``petrov`` и запись ``ivan@example.org`` сводятся к одному слушателю; номер участника Moodle
 разный в каждом задании, поэтому имя из LMS сверяется и без номера, если оно в группе одно.
+
+Номер участника — часть личности: внутри одного задания он у слушателя один. Если знакомое имя
+приходит с номером, под которым этот слушатель задание не сдавал (его сдачи в истории — под
+другим номером, или в одной выгрузке одно имя пришло с двумя номерами), сдача не сливается с его
+работой: она — отдельная строка с замечанием для преподавателя, а работа слушателя не тронута.
+Слушатель мог сменить имя в LMS на чужое; если же это правда он, преподаватель подтверждает это
+командой ``roster merge``.
 ``roster merge ИЗ В`` сливает две записи (с историей сдач и итогами), ``roster remove ID``
 убирает слушателя из списка. Без списка id слушателя — то, что пришло в сдаче.
 """
@@ -15,6 +22,7 @@ import argparse
 import csv
 import json
 import re
+import shlex
 from pathlib import Path
 
 from .course import ROOT, Course, CourseError, lab_names, safe_key
@@ -22,7 +30,7 @@ from .results import atomic_write
 
 NAME = "roster"
 HELP = "список группы: импорт CSV, слияние двух записей одного слушателя, удаление"
-_NUMBER_SUFFIX = re.compile(r"^(?P<name>.+?)_\d+$")
+_NUMBER_SUFFIX = re.compile(r"^(?P<name>.+?)_(?P<number>\d+)$")
 
 
 def _norm(text: str) -> str:
@@ -60,6 +68,46 @@ class Roster:
                 return next(iter(found)), True
         return raw_id, False
 
+    def identify(self, raw_ids: list[str], history) -> dict[str, tuple[str, bool, str]]:
+        """Личности сдач одной выгрузки: {id из сдачи: (id слушателя, найден ли в списке, замечание или "")}.
+
+        Имя из списка группы с номером участника LMS, которого у этого слушателя в ``history`` (история
+        сдач этой лабораторной) нет, не сводится к нему: id остаётся своим, замечание говорит, как
+        подтвердить (``roster merge``). Пока номеров в истории нет, принимается единственный номер выгрузки.
+        """
+        claims: dict[str, dict[str, str]] = {}  # id слушателя → {номер: id из сдачи}, найденные только без номера
+        found = {}
+        for raw_id in raw_ids:
+            student_id, known = self.resolve(raw_id)
+            found[raw_id] = (student_id, known)
+            match = _NUMBER_SUFFIX.match(raw_id)
+            if known and match and len(self.by_alias.get(_norm(raw_id), ())) != 1:
+                claims.setdefault(student_id, {})[match.group("number")] = raw_id
+        out = {}
+        for raw_id, (student_id, known) in found.items():
+            match = _NUMBER_SUFFIX.match(raw_id)
+            number = match.group("number") if match else None
+            if claims.get(student_id, {}).get(number) != raw_id:
+                out[raw_id] = (student_id, known, "")
+                continue
+            recorded = _numbers(history, safe_key(student_id))
+            others = sorted(set(claims[student_id]) - {number}, key=int)
+            if number in recorded or (not recorded and not others):
+                out[raw_id] = (student_id, known, "")
+                continue
+            confirm = f"python -m autograde roster merge {shlex.quote(raw_id)} {shlex.quote(student_id)}"
+            if recorded:
+                listed = sorted(recorded, key=int)
+                why = (f"а {student_id} сдаёт эту лабораторную под {'номером' if len(listed) == 1 else 'номерами'} "
+                       f"{', '.join(listed)}")
+            else:
+                why = (f"а в этой выгрузке то же имя пришло и с {'номером' if len(others) == 1 else 'номерами'} "
+                       f"{', '.join(others)}: чья это работа, не угадать")
+            out[raw_id] = (raw_id, False, f"сдача подписана именем {student_id} из списка группы, но с номером участника "
+                                          f"LMS {number}, {why}. Работа не слита с работой {student_id} и стоит отдельной "
+                                          f"строкой; если это тот же слушатель, подтвердите: {confirm}")
+        return out
+
     def display(self, student_id: str) -> str:
         for student in self.students:
             if student["id"] == student_id:
@@ -69,6 +117,11 @@ class Roster:
     def save(self) -> None:
         atomic_write(self.path, json.dumps({"students": self.students}, ensure_ascii=False, indent=1))
         self._index()
+
+
+def _numbers(history, key: str) -> set[str]:
+    """Номера участника LMS, под которыми слушатель с ключом ``key`` уже сдавал эту лабораторную."""
+    return {m.group("number") for v in history.versions(key) for m in [_NUMBER_SUFFIX.match(v.raw_id)] if m}
 
 
 def load(course: Course) -> Roster:
