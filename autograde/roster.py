@@ -132,7 +132,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ДЕЙСТВИЕ")
     imp = sub.add_parser("import", help="загрузить список группы из CSV: id,name,email,aliases")
     imp.add_argument("file", type=Path, metavar="FILE")
-    merge = sub.add_parser("merge", help="ИЗ — та же персона, что В: перенести сдачи и итоги, ИЗ станет псевдонимом")
+    merge = sub.add_parser("merge", help="ИЗ — та же персона, что В: перенести сдачи и итоги, ИЗ станет псевдонимом "
+                           "(так подтверждают и новый номер участника LMS)")
     merge.add_argument("source", metavar="ИЗ")
     merge.add_argument("target", metavar="В")
     remove = sub.add_parser("remove", help="убрать слушателя из списка группы (его сдачи и итоги остаются)")
