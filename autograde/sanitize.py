@@ -25,7 +25,6 @@ import binascii
 import copy
 import functools
 import re
-import sys
 import unicodedata
 
 from nbformat import NotebookNode
@@ -137,9 +136,12 @@ def notebook(nb: NotebookNode, trusted_markdown) -> tuple[NotebookNode, list[str
 
 @functools.cache
 def _hidden() -> re.Pattern:
-    """Все символы категорий Cc, Cf, Zl, Zp, кроме перевода строки и табуляции (строится один раз)."""
+    """Все символы категорий Cc, Cf, Zl, Zp, кроме перевода строки и табуляции (строится один раз).
+
+    Такие символы есть только в плоскостях Unicode 0, 1 и 14 (теги U+E0000–U+E007F): остальные не перебираем.
+    """
     ranges, start, prev = [], None, None
-    for point in range(sys.maxunicode + 1):
+    for point in [*range(0x20000), *range(0xE0000, 0xE1000)]:
         if point in (0x09, 0x0A) or unicodedata.category(chr(point)) not in ("Cc", "Cf", "Zl", "Zp"):
             continue
         if start is not None and point == prev + 1:
