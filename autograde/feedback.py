@@ -21,8 +21,10 @@ from nbformat import NotebookNode
 from .master import HIDDEN_BEGIN, HIDDEN_END, Master, gid, hide_tests
 from .notebook import REVIEW_PREFIX
 from .results import Result, fmt
+from .roster import IDENTITY_PREFIX
 from .sanitize import printable, shown
 
+INSTRUCTOR_ONLY = (REVIEW_PREFIX, IDENTITY_PREFIX)  # части сообщения для преподавателя: в отзыве их нет
 PLACEHOLDER = "# … здесь скрытые тесты: их код не показывается …"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -201,8 +203,7 @@ def render(clean: NotebookNode, master: Master, *, student_id: str, result: Resu
         total_line = f"Итого: {fmt(result.score + got_manual)} из {fmt(result.max_score + manual_total)}."
     else:
         manual_line, total_line = "", f"Итого: {fmt(result.score)} из {fmt(result.max_score)}."
-    status_line = "; ".join(part for part in (result.message or "").split("; ")
-                            if part and not part.startswith(REVIEW_PREFIX))  # пометка — для преподавателя
+    status_line = for_student(result.message)
     if result.late_hours > 0:
         status_line = "; ".join(filter(None, [status_line, f"сдано на {result.late_hours:.1f} ч позже срока"
                                               + (f", снято {fmt(result.penalty)} б." if result.penalty else "")]))
@@ -215,10 +216,15 @@ def render(clean: NotebookNode, master: Master, *, student_id: str, result: Resu
     return body
 
 
+def for_student(message: str) -> str:
+    """Сообщение итога без частей для преподавателя (``INSTRUCTOR_ONLY``)."""
+    return "; ".join(part for part in (message or "").split("; ") if part and not part.startswith(INSTRUCTOR_ONLY))
+
+
 def error_page(lab: str, student_id: str, result: Result) -> str:
     """Отзыв, когда ноутбук не удалось проверить вовсе (не JSON, нет файла и т. п.)."""
     return ("<!DOCTYPE html><html lang='ru'><head><meta charset='utf-8'><title>"
             f"{html.escape(lab)}</title></head><body><h1>{html.escape(lab)} — отзыв для "
             f"{html.escape(printable(student_id))}</h1>"
             f"<p><b>Работа не проверена: баллы автопроверки {fmt(result.score)} из {fmt(result.max_score)}.</b></p>"
-            f"<p>{html.escape(shown(result.message or '', colours=False))}</p></body></html>")
+            f"<p>{html.escape(shown(for_student(result.message), colours=False))}</p></body></html>")

@@ -27,9 +27,11 @@ from pathlib import Path
 
 from .course import ROOT, Course, CourseError, lab_names, safe_key
 from .results import atomic_write
+from .sanitize import printable
 
 NAME = "roster"
 HELP = "список группы: импорт CSV, слияние двух записей одного слушателя, удаление"
+IDENTITY_PREFIX = "знакомое имя с новым номером LMS"  # замечание для преподавателя: в отзыв слушателю не идёт
 _NUMBER_SUFFIX = re.compile(r"^(?P<name>.+?)_(?P<number>\d+)$")
 
 
@@ -75,24 +77,20 @@ class Roster:
         сдач этой лабораторной) нет, не сводится к нему: id остаётся своим, замечание говорит, как
         подтвердить (``roster merge``). Пока номеров в истории нет, принимается единственный номер выгрузки.
         """
-        claims: dict[str, dict[str, str]] = {}  # id слушателя → {номер: id из сдачи}, найденные только без номера
-        found = {}
+        found, claims = {}, {}  # claims: id слушателя → номера LMS, с которыми его имя пришло в этой выгрузке
         for raw_id in raw_ids:
             student_id, known = self.resolve(raw_id)
-            found[raw_id] = (student_id, known)
             match = _NUMBER_SUFFIX.match(raw_id)
-            if known and match and len(self.by_alias.get(_norm(raw_id), ())) != 1:
-                claims.setdefault(student_id, {})[match.group("number")] = raw_id
+            stripped = known and match and len(self.by_alias.get(_norm(raw_id), ())) != 1  # найден только без номера
+            number = match.group("number") if stripped else None
+            found[raw_id] = (student_id, known, number)
+            if number is not None:
+                claims.setdefault(student_id, set()).add(number)
         out = {}
-        for raw_id, (student_id, known) in found.items():
-            match = _NUMBER_SUFFIX.match(raw_id)
-            number = match.group("number") if match else None
-            if claims.get(student_id, {}).get(number) != raw_id:
-                out[raw_id] = (student_id, known, "")
-                continue
-            recorded = _numbers(history, safe_key(student_id))
-            others = sorted(set(claims[student_id]) - {number}, key=int)
-            if number in recorded or (not recorded and not others):
+        for raw_id, (student_id, known, number) in found.items():
+            recorded = _numbers(history, safe_key(student_id)) if number is not None else set()
+            others = sorted(claims.get(student_id, set()) - {number}, key=int)
+            if number is None or number in recorded or (not recorded and not others):
                 out[raw_id] = (student_id, known, "")
                 continue
             confirm = f"python -m autograde roster merge {shlex.quote(raw_id)} {shlex.quote(student_id)}"
@@ -103,9 +101,10 @@ class Roster:
             else:
                 why = (f"а в этой выгрузке то же имя пришло и с {'номером' if len(others) == 1 else 'номерами'} "
                        f"{', '.join(others)}: чья это работа, не угадать")
-            out[raw_id] = (raw_id, False, f"сдача подписана именем {student_id} из списка группы, но с номером участника "
-                                          f"LMS {number}, {why}. Работа не слита с работой {student_id} и стоит отдельной "
-                                          f"строкой; если это тот же слушатель, подтвердите: {confirm}")
+            out[raw_id] = (raw_id, False, f"{IDENTITY_PREFIX}: сдача подписана именем {student_id} из списка группы, "
+                                          f"но с номером участника LMS {number}, {why}. Работа не слита с работой "
+                                          f"{student_id} и стоит отдельной строкой. Если это тот же слушатель, "
+                                          f"подтвердите: {confirm}")
         return out
 
     def display(self, student_id: str) -> str:
@@ -205,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
         roster.save()
         print(f"{args.student} убран из списка группы (его сдачи и итоги остались в autograde/work/).")
     else:
-        for student in roster.students:
-            print(f"{student['id']}\t{student.get('name', '')}\t{student.get('email', '')}\t{'; '.join(student['aliases'])}")
+        for student in roster.students:  # псевдонимы добавляет и merge — из имён, пришедших в сдачах
+            fields = [student["id"], student.get("name", ""), student.get("email", ""), "; ".join(student["aliases"])]
+            print("\t".join(printable(field) for field in fields))
     return 0

@@ -143,6 +143,9 @@ def test_a_known_name_with_a_new_lms_number_is_flagged_until_roster_merge(tmp_pa
     [note] = notes["petrov_555"]
     assert "с номером участника LMS 555" in note and "под номером 123" in note
     assert "python -m autograde roster merge petrov_555 petrov" in note
+    from autograde.feedback import for_student
+
+    assert for_student(f"не сдано; {note}") == "не сдано"  # номер petrov — для преподавателя, не в отзыв
 
     roster.merge(course, group, "petrov_555", "petrov")
     assert history.keys() == ["ivanova", "petrov"] and history.newest("petrov").raw_id == "petrov_555"
