@@ -167,6 +167,11 @@ def test_a_semester_with_two_labs_and_a_roster(tmp_path):
     newcomer = rows2["Анна Смирнова_555"]
     assert newcomer["score"] == "0" and "с номером участника LMS 555" in newcomer["message"]
     assert "roster merge 'Анна Смирнова_555' anna" in newcomer["message"]
+    from autograde.course import safe_key
+
+    page = course / "autograde" / "feedback" / safe_key("Анна Смирнова_555") / LAB2 / f"{LAB2}.html"
+    text = page.read_text(encoding="utf-8")
+    assert "номером участника" not in text and "roster merge" not in text  # замечание — только преподавателю
     # преподаватель выяснил, что это правда Анна (сменила устройство и сдала заново), и подтвердил
     merged = cli("roster", "merge", "Анна Смирнова_555", "anna", "--course", course)
     assert merged.returncode == 0, merged.stderr
