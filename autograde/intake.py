@@ -190,11 +190,14 @@ def admit(course, lab, path: Path | None, group) -> tuple[dict[str, str], set[st
         subs, warnings = collect(path, lab.name, course.settings.id_pattern)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise CourseError(f"Не прочитать сдачи {path}: {exc}") from exc
+    identities = group.identify([sub.student_id for sub in subs], history)  # новый номер LMS у знакомого имени — не он
     for sub in subs:
-        student_id, known = group.resolve(sub.student_id)
+        student_id, known, claim = identities[sub.student_id]
         key = safe_key(student_id)
         names[key] = group.display(student_id) if known else student_id
-        if group and not known:
+        if claim:
+            notes.setdefault(key, []).append(claim)
+        elif group and not known:
             notes.setdefault(key, []).append(f"{sub.student_id!r} нет в списке группы (roster): добавьте псевдоним")
         if sub.missing:
             missing.add(key)
