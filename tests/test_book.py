@@ -104,6 +104,35 @@ def test_every_chapter_starts_with_a_quiet_setup_step_that_installs_the_course_f
         assert "minirag[navec]" in source, f"{page}: глава берёт NavecEmbedder — поставь minirag[navec]"
 
 
+def _chapters_of(header: str) -> set[int]:
+    """Главы из шапки лабораторной: «К главам 1–4 и 6 книги» → {1, 2, 3, 4, 6}; «К главе 8» → {8}."""
+    found = re.search(r"К глав[аеы]м? ([\d–, и]+?) книги", header)
+    assert found, f"в шапке лабораторной нет «К главе(ам) … книги»: {header[:200]!r}"
+    chapters: set[int] = set()
+    for part in re.split(r",\s*|\s+и\s+", found.group(1).strip()):
+        first, _, last = part.partition("–")
+        chapters |= set(range(int(first), int(last or first) + 1))
+    return chapters
+
+
+def test_intro_names_all_labs_with_the_chapters_their_headers_give_and_the_stub_they_use():
+    intro = "\n".join(cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+                      for cell in json.loads((ROOT / "book/00_intro.ipynb").read_text(encoding="utf-8"))["cells"])
+    labs = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir() and p.name.startswith("lab"))
+    want: dict[int, set[int]] = {}  # глава → номера лабораторных к ней
+    for number, lab in enumerate(labs, start=1):
+        assert f"{{ref}}`{lab}`" in intro, f"введение не называет лабораторную {lab}"
+        notebook = json.loads((ROOT / "solutions" / lab / f"{lab}.ipynb").read_text(encoding="utf-8"))
+        for chapter in _chapters_of("".join(notebook["cells"][0]["source"])):
+            want.setdefault(chapter, set()).add(number)
+    rows = dict(re.findall(r"^\| \{doc\}`(\d\d)_\w+` \|.*\| ([\d, —]+) \|$", intro, re.MULTILINE))
+    assert rows, "во введении нет таблицы «глава | о чём | лабораторная»"
+    got = {int(chapter): {int(n) for n in re.findall(r"\d+", labs_cell)} for chapter, labs_cell in rows.items()}
+    assert got == {chapter: want.get(chapter, set()) for chapter in got}, "таблица глав во введении расходится с шапками лабораторных"
+    stub = re.search(r'code_stub = \{"python": "([^\\"]+)', (ROOT / "nbgrader_config.py").read_text(encoding="utf-8"))
+    assert stub and f"`{stub.group(1)}`" in intro, f"введение должно называть метку места для кода из nbgrader_config: {stub}"
+
+
 @pytest.mark.slow
 def test_setup_step_installs_the_course_into_a_fresh_environment_and_the_chapter_runs(tmp_path):
     """Чистое окружение без minirag: «Подготовка» ставит его из локального пути (без сети), и глава выполняется."""
