@@ -133,6 +133,35 @@ def test_intro_names_all_labs_with_the_chapters_their_headers_give_and_the_stub_
     assert stub and f"`{stub.group(1)}`" in intro, f"введение должно называть метку места для кода из nbgrader_config: {stub}"
 
 
+# «`python -m minirag ask "вопрос" --k 3` ответил цитатой» или «… отказал» в вопросах «Проверь себя»
+_ASK_CLAIM_RE = re.compile(r'`python -m minirag ask "([^"`]+)"((?: --[\w-]+ [^\s`]+)*)`\s+(ответил цитатой|отказал)')
+
+
+def test_every_self_check_about_ask_says_what_the_command_prints(tmp_path):
+    """Вопрос «Проверь себя» о команде ask не спорит с тем, что она печатает: её запускают, как написано."""
+    from minirag import REFUSAL
+
+    claims = []
+    for page in chapter_notebooks():
+        cells = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        if "## Проверь себя" in text:
+            claims += [(page, *found) for found in _ASK_CLAIM_RE.findall(text.split("## Проверь себя", 1)[1])]
+    assert claims, "ни один вопрос «Проверь себя» не называет команду ask — поменялась форма вопроса?"
+    for page, question, options, claim in claims:
+        run = subprocess.run([sys.executable, "-m", "minirag", "ask", question, *options.split()], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, f"{page}: ask {question!r}{options} упал: {run.stderr[-500:]}"
+        answer = run.stdout.split("Ответ", 1)[1].split("\n\n", 1)[0]
+        refused = REFUSAL in answer
+        if claim == "отказал":
+            assert refused, f"{page}: «Проверь себя» говорит, что ask {question!r}{options} отказал, а он ответил:{answer}"
+        else:
+            assert not refused and "Цитаты в порядке: источники" in run.stdout, (
+                f"{page}: «Проверь себя» говорит, что ask {question!r}{options} ответил цитатой, а он напечатал:\n"
+                f"{run.stdout[:1500]}")
+
+
 @pytest.mark.slow
 def test_setup_step_installs_the_course_into_a_fresh_environment_and_the_chapter_runs(tmp_path):
     """Чистое окружение без minirag: «Подготовка» ставит его из локального пути (без сети), и глава выполняется."""
