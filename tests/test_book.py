@@ -321,6 +321,19 @@ def test_no_raw_traceback_on_any_page(built_book):
 
 
 @pytest.mark.slow
+def test_no_temporary_folder_path_in_any_output(built_book):
+    # путь временной папки сборки (/tmp/tmpabc123/…, C:\\…\\Temp\\…) читателю ничего не говорит: в главе он меняется
+    # при каждой сборке, а в терминале у читателя его нет
+    temporary = re.compile(r"(?:/tmp/|/var/folders/|\\Temp\\)\S*|\btmp[a-z0-9_]{6,}\b")
+    for page in toc_files():
+        soup = page_soup(built_book, page)
+        for output in soup.select(".cell_output, .output"):
+            text = output.get_text()
+            found = temporary.search(text)
+            assert not found, f"{page}: в выводе путь временной папки {found.group(0)!r}:\n{text[:400]}"
+
+
+@pytest.mark.slow
 def test_no_formula_left_wrapped_in_dollars(built_book):
     for page in toc_files():
         text = prose_text(page_soup(built_book, page))
