@@ -230,6 +230,8 @@ def _cmd_ask(args) -> int:
     if not tokenize(args.query):
         raise MiniRagError('В вопросе нет ни одного слова: напиши его в кавычках, например python -m minirag ask '
                            '"Сколько дней длится отпуск?".')
+    chats = {"extractive": lambda: None, "openai": OpenAIChat, "ollama": OllamaChat}
+    generator = chats[args.generator]()  # None — экстрактивный; ошибка настройки — до долгой загрузки индекса
     index, source, calibration, name = _load(args)
     args.method = args.method or default_method(name)
     if args.threshold is not None:  # --threshold важнее калибровки; -1 — без порога
@@ -239,8 +241,6 @@ def _cmd_ask(args) -> int:
         threshold, about = calibration.threshold, f"калиброван при индексировании: {calibration}"
     else:
         threshold, about = None, "в индексе нет калибровки (он построен прежней версией): перестрой его командой index"
-    chats = {"extractive": lambda: None, "openai": OpenAIChat, "ollama": OllamaChat}
-    generator = chats[args.generator]()  # None — экстрактивный генератор с эмбеддером индекса
     # вторые ворота — из калибровки; --threshold задаёт ворота целиком, и тогда они только по косинусу
     evidence = calibration.evidence if calibration is not None and args.threshold is None else None
     retriever = Retriever(index, args.method, evidence=evidence)
