@@ -101,7 +101,9 @@ def test_every_chapter_starts_with_a_quiet_setup_step_that_installs_the_course_f
     assert f'"git+{repository_url()}"' in source, f"{page}: ставить библиотеку нужно из репозитория книги"
     chapter = "".join("".join(c["source"]) for c in json.loads((ROOT / f"{page}.ipynb").read_text())["cells"][1:])
     if "NavecEmbedder" in chapter:
-        assert "minirag[navec]" in source, f"{page}: глава берёт NavecEmbedder — поставь minirag[navec]"
+        assert re.search(r"minirag\[[^\]]*\bnavec\b", source), f"{page}: глава берёт NavecEmbedder — поставь minirag[navec]"
+    if "E5Embedder" in chapter:
+        assert re.search(r"minirag\[[^\]]*\be5\b", source), f"{page}: глава берёт E5Embedder — поставь minirag[e5]"
 
 
 def _chapters_of(header: str) -> set[int]:
