@@ -20,7 +20,7 @@ NOT_EXECUTED = "NotExecuted"
 
 @dataclass
 class Event:
-    """Что случилось: timeout, output, memory, processes, died, wall, startup, transfer, judge."""
+    """Что случилось: timeout, output, memory, processes, died, wall, startup, transfer, reply, judge."""
 
     kind: str
     cell: int | None
@@ -126,6 +126,7 @@ STOP_ERRORS = {
     "hung": lambda lim: ("TimeoutError", f"ячейка выполнялась дольше {lim.cell_timeout:g} с и не остановилась "
                                          "по прерыванию"),
     "transfer": lambda lim: ("OutputLimitError", f"тестам передано больше {lim.transfer_mb} МБ данных"),
+    "reply": lambda lim: ("OutputLimitError", "ответ ядра больше пределов проверки; ядро остановлено"),
 }
 STOP_REASONS = {
     "wall": lambda lim: f"весь ноутбук выполнялся дольше {lim.timeout:g} с",
@@ -135,6 +136,7 @@ STOP_REASONS = {
     "died": lambda lim: "ядро Python завершилось",
     "hung": lambda lim: "ядро не ответило на прерывание",
     "transfer": lambda lim: "тестам передано слишком много данных",
+    "reply": lambda lim: "ответ ядра больше пределов проверки",
 }
 
 

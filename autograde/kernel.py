@@ -4,7 +4,9 @@
 файла «исполненного ноутбука», который код мог бы подменить, нет. Запрос (``Request``) двигается
 по кусочку за вызов ``pump``: так, пока ядро исполняет функцию слушателя по просьбе судьи, тот
 же цикл ждёт и судью, и сокет канала. Одно сообщение ядра — не больше ``MAX_MESSAGE``: больше
-ZeroMQ не примет и разорвёт связь, а это мы считаем потоком вывода.
+ZeroMQ не примет и разорвёт связь, а это мы считаем потоком вывода. Каждая часть сообщения (JSON)
+до разбора проверяется по сырым байтам (``codec.scan``): не глубже ``MESSAGE_DEPTH`` уровней и не
+больше ``MESSAGE_NODES`` значений, иначе ядро останавливается (событие ``reply``, вина работы).
 """
 
 from __future__ import annotations
@@ -16,12 +18,20 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 
 from .cells import Event, Execution, Sink, Stop
+from .inside.codec import LimitError, loads
 from .sandbox import Process
 
 MAX_MESSAGE = 16 * 1024 * 1024
 WATCH_EVERY = 0.25  # как часто сторож смотрит на память и процессы, секунд
 INTERRUPT_GRACE = 5.0  # сколько ждать ядро после прерывания, секунд
 STARTUP_TIMEOUT = 60.0
+MESSAGE_DEPTH = 64
+MESSAGE_NODES = 200_000
+
+
+def _unpack(data) -> dict:
+    """Разбор части сообщения ядра — только в пределах (вместо json.loads из jupyter_client)."""
+    return loads(bytes(data), MAX_MESSAGE, MESSAGE_DEPTH, MESSAGE_NODES)
 
 
 class KernelSession:
@@ -35,6 +45,7 @@ class KernelSession:
         context.setsockopt(zmq.LINGER, 0)
         self.kc = BlockingKernelClient(context=context)
         self.kc.load_connection_info(kernel.connection_info)
+        self.kc.session.unpack = _unpack
         self.kc.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=True)
         self.poller = zmq.Poller()
         self.poller.register(self.kc.iopub_channel.socket, zmq.POLLIN)
@@ -153,7 +164,7 @@ class Request:
                 raise session.stop("output", self.index) from None
         if kc.iopub_channel.socket in events:
             while kc.iopub_channel.msg_ready():
-                msg = kc.get_iopub_msg(timeout=0)
+                msg = self._next(kc.get_iopub_msg)
                 if msg["parent_header"].get("msg_id") != self.msg_id:
                     continue
                 if msg["msg_type"] == "status":
@@ -165,9 +176,16 @@ class Request:
                     self.sink.add(msg)
         if kc.shell_channel.socket in events:
             while kc.shell_channel.msg_ready():
-                msg = kc.get_shell_msg(timeout=0)
+                msg = self._next(kc.get_shell_msg)
                 if msg["parent_header"].get("msg_id") == self.msg_id:
                     self.reply, self.reply_at = msg, time.monotonic()
+
+    def _next(self, get) -> dict:
+        """Следующее сообщение ядра; сверх пределов разбора — остановить ядро (вина работы)."""
+        try:
+            return get(timeout=0)
+        except LimitError as exc:
+            raise self.session.stop("reply", self.index, f"(сообщение Jupyter) {exc}") from None
 
     def finish(self) -> dict:
         self.session.watch(self.index, memory=False)  # fork-бомба, оставшаяся после ячейки, — на счёт этой ячейки

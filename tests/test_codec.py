@@ -1,0 +1,100 @@
+"""Пределы разбора всего, что приходит со стороны слушателя (ответы канала, сообщения ядра), — без песочницы.
+
+Разбор JSON рекурсивен и строит каждое значение в памяти, поэтому чужие байты сначала считаются
+(``codec.scan``): размер, вложенность, число значений. Превышение — ``LimitError`` (вина работы),
+а не RecursionError или сотни мегабайт в доверенном процессе.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from autograde.inside.codec import FRAME_DEPTH, FRAME_NODES, MAX_NODES, Decoder, Encoder, LimitError, loads, scan
+
+DEEP = b"[" * 200_000 + b"]" * 200_000
+MILLION = b'{"value": {"list": [' + b",".join([b'{"list": []}'] * 1_000_000) + b"]}}"
+
+
+def test_deep_reply_is_refused_before_parsing():
+    with pytest.raises(LimitError) as info:
+        loads(DEEP, 16 * 2**20, FRAME_DEPTH, FRAME_NODES)
+    assert info.value.kind == "depth" and f"вложен глубже {FRAME_DEPTH} уровней" in str(info.value)
+
+
+def test_a_million_empty_lists_are_refused_without_building_them():
+    tracemalloc.start()
+    try:
+        with pytest.raises(LimitError) as info:
+            loads(MILLION, 16 * 2**20, FRAME_DEPTH, FRAME_NODES)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert info.value.kind == "nodes" and "значений" in str(info.value)
+    assert peak < 20 * 2**20, f"счёт до разбора занял {peak / 2**20:.0f} МБ"
+
+
+def test_size_is_checked_first():
+    with pytest.raises(LimitError) as info:
+        scan(b"[" + b"1," * 1000 + b"1]", max_bytes=1024)
+    assert info.value.kind == "bytes" and "больше 1 КБ" in str(info.value)
+
+
+def test_brackets_and_commas_inside_strings_do_not_count():
+    text = json.dumps({"s": "[" * 10_000 + "," * 10_000 + '\\"]' * 100, "t": ["a\\", "b"]}).encode()
+    assert loads(text, 2**20, max_depth=3, max_nodes=10)["t"] == ["a\\", "b"]
+
+
+@pytest.mark.parametrize("value", [
+    {"deep": [[[[[[1.5]]]]]], "floats": [0.1] * 1000, "array": np.arange(10_000.0), "text": "[{,}]" * 1000},
+    [[i, str(i)] for i in range(MAX_NODES // 4)],
+])
+def test_every_honest_value_the_encoder_produces_passes(value):
+    frame = json.dumps({"value": Encoder(None)(value)}).encode()
+    decoded = Decoder(lambda m, q: None)(loads(frame, 64 * 2**20, FRAME_DEPTH, FRAME_NODES)["value"])
+    assert json.dumps(Encoder(None)(decoded)) == json.dumps(Encoder(None)(value))
+
+
+def test_the_relay_refuses_an_oversized_reply_as_the_works_fault():
+    from autograde.channel import FrameReader
+
+    for payload, kind in ((DEEP, "depth"), (MILLION, "nodes")):
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            theirs.setblocking(False)
+            reader = FrameReader(ours, 16 * 2**20)
+            data = struct.pack(">I", len(payload)) + payload
+            sent = 0
+            while not reader.ready():
+                try:
+                    sent += theirs.send(data[sent:sent + (1 << 20)]) if sent < len(data) else 0
+                except BlockingIOError:
+                    pass
+                reader.pull()
+            assert reader.message is None and reader.violation is not None and reader.violation.kind == kind
+
+
+def test_a_kernel_message_over_the_limits_stops_the_kernel_with_a_reason():
+    from autograde.kernel import MESSAGE_DEPTH, _unpack
+    from autograde.sandbox import Limits
+    from autograde.verdict import verdict
+
+    assert _unpack(b'{"name": "stdout", "text": "[[[["}') == {"name": "stdout", "text": "[[[["}
+    with pytest.raises(LimitError) as info:
+        _unpack(b'{"data": {"application/json": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}")
+    assert f"глубже {MESSAGE_DEPTH} уровней" in str(info.value)
+
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from autograde.cells import Event
+
+    nb = new_notebook(cells=[new_code_cell("print(1)")])
+    status, message = verdict([Event("reply", 0, str(info.value))], nb, Limits(), [])
+    assert status == "killed"
+    assert message.startswith(f"ячейка 1 («print(1)»): ответ ядра вложен глубже {MESSAGE_DEPTH} уровней")
+    assert "сбой проверки" not in message.replace("а не сбой проверки", "")
