@@ -32,10 +32,11 @@ except ImportError:  # pragma: no cover — в курсе numpy есть все�
     np = None
 
 MAX_DEPTH = 64
-MAX_NODES = 200_000
-# Кадр канала в JSON: значение глубины MAX_DEPTH — это до трёх уровней JSON на уровень (тег, список, пара словаря)
+MAX_NODES = 100_000
+# Кадр канала в JSON: уровень значения — до трёх уровней JSON (тег, список, пара словаря), значение — до трёх
+# значений JSON; так любой ответ, который честно собрал Encoder, проходит, а разбор кадра стоит десятки МБ, не сотни
 FRAME_DEPTH = 3 * MAX_DEPTH + 8
-FRAME_NODES = 2 * MAX_NODES + 1000
+FRAME_NODES = 3 * MAX_NODES
 NUMERIC_KINDS = "biufc"  # bool, int, uint, float, complex
 
 
