@@ -25,6 +25,7 @@ from pathlib import Path
 from .course import DEFAULT_ID_PATTERN, CourseError, safe_key
 from .history import History
 from .notebook import MAX_FILE as MAX_NOTEBOOK  # больше — не ноутбук лабораторной: не читаем дальше этих байт
+
 SERVICE_FILES = {"timestamp.txt", "submission_secret.txt"}  # их кладёт nbgrader collect: не «лишние файлы»
 JUNK = {".DS_Store", "Thumbs.db", "desktop.ini"}
 JUNK_DIRS = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
