@@ -55,8 +55,9 @@ class LimitError(ValueError):
         self.kind, self.limit = kind, limit
 
 
-# строка JSON целиком (с экранированием) или одна структурная литера; строки пропускаются движком re
-_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]')
+# строка JSON целиком (с экранированием) или одна структурная литера (группа 1); строки пропускаются движком re
+# и не копируются: у строки группа 1 пуста
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|([\[\]{},])')
 
 
 def _plural(n: int, one: str, few: str, many: str) -> str:
@@ -79,7 +80,7 @@ def scan(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH, max_nodes: int
         raise LimitError("bytes", max_bytes, f"больше {max_bytes // 1024} КБ ({len(data) // 1024} КБ)")
     depth = nodes = tokens = 0
     for match in _TOKENS.finditer(data):
-        token = match.group()
+        token = match.group(1)
         tokens += 1
         if token in (b"[", b"{"):
             depth += 1
