@@ -3,8 +3,9 @@
 Выходы ячеек приходят сообщениями протокола Jupyter и записываются здесь, в памяти проверяющего:
 файла «исполненного ноутбука», который код мог бы подменить, нет. Запрос (``Request``) двигается
 по кусочку за вызов ``pump``: так, пока ядро исполняет функцию слушателя по просьбе судьи, тот
-же цикл ждёт и судью, и сокет канала. Одно сообщение ядра — не больше ``MAX_MESSAGE``: больше
-ZeroMQ не примет и разорвёт связь, а это мы считаем потоком вывода. Каждая часть сообщения (JSON)
+же цикл ждёт и судью, и сокет канала. Одно сообщение ядра — не больше бюджета вывода (``output_kb``)
+плюс ``MESSAGE_SLACK`` и не больше ``MAX_MESSAGE``: больше ZeroMQ не примет и разорвёт связь, а это
+мы считаем потоком вывода (такое сообщение и так превысило бы бюджет). Каждая часть сообщения (JSON)
 до разбора проверяется по сырым байтам (``codec.scan``): не глубже ``MESSAGE_DEPTH`` уровней и не
 больше ``MESSAGE_NODES`` значений, иначе ядро останавливается (событие ``reply``, вина работы).
 """
@@ -26,6 +27,7 @@ WATCH_EVERY = 0.25  # как часто сторож смотрит на пам�
 INTERRUPT_GRACE = 5.0  # сколько ждать ядро после прерывания, секунд
 STARTUP_TIMEOUT = 60.0
 MESSAGE_DEPTH = 64
+MESSAGE_SLACK = 1024 * 1024  # сверх бюджета вывода: заголовки и метаданные сообщения
 MESSAGE_NODES = 200_000
 
 
@@ -41,7 +43,8 @@ class KernelSession:
         self.kernel, self.result, self.wall = kernel, result, wall
         self.limits = kernel.limits
         context = zmq.Context()
-        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        # сообщение больше бюджета вывода всё равно его превысит: не принимать его вовсе (память проверяющего)
+        context.setsockopt(zmq.MAXMSGSIZE, min(MAX_MESSAGE, self.limits.output_bytes + MESSAGE_SLACK))
         context.setsockopt(zmq.LINGER, 0)
         self.kc = BlockingKernelClient(context=context)
         self.kc.load_connection_info(kernel.connection_info)
@@ -50,7 +53,7 @@ class KernelSession:
         self.poller = zmq.Poller()
         self.poller.register(self.kc.iopub_channel.socket, zmq.POLLIN)
         self.poller.register(self.kc.shell_channel.socket, zmq.POLLIN)
-        # разрыв связи iopub значит: ядро прислало сообщение больше MAX_MESSAGE — поток вывода
+        # разрыв связи iopub значит: ядро прислало сообщение больше предела — поток вывода
         self.monitor = self.kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         self.poller.register(self.monitor, zmq.POLLIN)
 

@@ -300,7 +300,10 @@ def memory_suite(lab: ac.Lab) -> None:
                                        str(folder), "--course", str(course), "--workers", "2", *MEMORY_LIMITS], ROOT)
             print(f"{name}: {time.perf_counter() - start:.0f} с, пик {peaks[name]['max']:.0f} МБ", file=sys.stderr)
     ratio = peaks["hostile"]["max"] / peaks["honest"]["max"]
-    print(f"{len(hostile)} работ {lab.lab} в каждой группе, grade --workers 2, {os.cpu_count()} ядра")
+    from minirag import plural
+
+    print(f"{plural(len(hostile), 'работа', 'работы', 'работ')} {lab.lab} в каждой группе, grade --workers 2, "
+          f"ядер: {os.cpu_count()}")
     print(f"{'группа':<12} {'главный, МБ':>12} {'работник, МБ':>13}")
     for name in ("honest", "hostile"):
         print(f"{name:<12} {peaks[name]['main']:>12.0f} {peaks[name]['worker']:>13.0f}")
