@@ -84,12 +84,12 @@ def _text(value) -> str:
 def read_submission(data: bytes) -> tuple[list[dict], list[str]]:
     """Ячейки сдачи как простые словари и замечания. SubmissionError, если это не ноутбук."""
     notes: list[str] = []
-    if not data.strip():
-        raise SubmissionError("файл пустой" + (" (0 байт)" if not data else " (одни пробелы)")
-                              + ": сдайте ноутбук заново, сохранив его (Ctrl+S)")
     if len(data) > MAX_FILE:
         raise SubmissionError(f"файл больше предела {MAX_FILE // 2**20} МБ ({len(data) / 2**20:.1f} МБ) — работа не "
                               "проверена: очистите выходы, сохраните и сдайте заново")
+    if not data.strip():
+        raise SubmissionError("файл пустой" + (" (0 байт)" if not data else " (одни пробелы)")
+                              + ": сдайте ноутбук заново, сохранив его (Ctrl+S)")
     try:
         scan(data, MAX_FILE, MAX_DEPTH, MAX_NODES)
     except LimitError as exc:

@@ -1,4 +1,4 @@
-"""Пределы разбора всего, что приходит со стороны слушателя (ответы канала, сообщения ядра), — без песочницы.
+"""Пределы разбора всего, что приходит со стороны слушателя (ответы канала, сообщения ядра, сданный ноутбук), — без песочницы.
 
 Разбор JSON рекурсивен и строит каждое значение в памяти, поэтому чужие байты сначала считаются
 (``codec.scan``): размер, вложенность, число значений. Превышение — ``LimitError`` (вина работы),
@@ -98,3 +98,44 @@ def test_a_kernel_message_over_the_limits_stops_the_kernel_with_a_reason():
     assert status == "killed"
     assert message.startswith(f"ячейка 1 («print(1)»): ответ ядра вложен глубже {MESSAGE_DEPTH} уровней")
     assert "сбой проверки" not in message.replace("а не сбой проверки", "")
+
+
+# ---------- приём: пределы файла и ячеек до разбора и до любого преобразования ----------
+def _notebook(*sources: str, grade_id: str | None = None) -> bytes:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": s} for s in sources]
+    if grade_id:
+        cells[-1]["metadata"] = {"nbgrader": {"grade_id": grade_id, "solution": True}}
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+
+
+def test_a_cell_over_256_kb_is_one_clear_error_naming_it():
+    from autograde.notebook import MAX_CELL, SubmissionError, read_submission
+
+    assert read_submission(_notebook("x" * MAX_CELL))[0][0]["source"] == "x" * MAX_CELL
+    with pytest.raises(SubmissionError, match=r"^«why_cosine»: ответ длиннее 256 КБ \(1 024 КБ\) — работа не проверена"):
+        read_submission(_notebook("кратко", "Ж" * 2**19, grade_id="why_cosine"))
+    with pytest.raises(SubmissionError, match=r"^ячейка 2 \(«мой текст»\): текст ячейки длиннее 256 КБ"):
+        read_submission(_notebook("кратко", "мой текст\n" + "y" * MAX_CELL))
+
+
+def test_all_cells_together_are_capped_and_so_are_file_size_and_json_values():
+    from autograde.notebook import MAX_CELL, MAX_FILE, SubmissionError, read_submission
+
+    with pytest.raises(SubmissionError, match="текст всех ячеек длиннее 2 048 КБ"):
+        read_submission(_notebook(*["z" * MAX_CELL] * 9))
+    with pytest.raises(SubmissionError, match="файл больше предела 16 МБ"):
+        read_submission(b" " * (MAX_FILE + 1))
+    many = b'{"cells": [], "metadata": {"x": [' + b",".join([b"[]"] * 600_000) + b"]}, \"nbformat\": 4}"
+    with pytest.raises(SubmissionError, match="файл больше 500 000 значений: очистите выходы"):
+        read_submission(many)
+
+
+def test_intake_reads_no_more_than_the_file_cap(tmp_path):
+    from autograde.intake import collect
+    from autograde.notebook import MAX_FILE
+
+    folder = tmp_path / "petrov" / "lab01_mini_rag"
+    folder.mkdir(parents=True)
+    (folder / "lab01_mini_rag.ipynb").write_bytes(b" " * (MAX_FILE + 10))
+    (sub,), _ = collect(tmp_path, "lab01_mini_rag")
+    assert sub.data is None and "больше предела 16 МБ (16.0 МБ)" in sub.error
