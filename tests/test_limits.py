@@ -8,8 +8,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import struct
+import subprocess
+import time
 import tracemalloc
 
 import numpy as np
@@ -139,3 +143,30 @@ def test_intake_reads_no_more_than_the_file_cap(tmp_path):
     (folder / "lab01_mini_rag.ipynb").write_bytes(b" " * (MAX_FILE + 10))
     (sub,), _ = collect(tmp_path, "lab01_mini_rag")
     assert sub.data is None and "больше предела 16 МБ (16.0 МБ)" in sub.error
+
+
+# ---------- слот песочницы начинает с чистого uid ----------
+@pytest.mark.skipif(os.geteuid() != 0, reason="свой uid у песочницы бывает только под root")
+def test_a_slot_starts_without_processes_left_from_its_previous_sandbox():
+    """Остатки убитой песочницы (fork-бомба, поток вывода) съедали бы RLIMIT_NPROC следующей работы того же слота
+    тем сильнее, чем загружена машина; ``reap`` перед запуском ждёт их конца и добивает оставшихся."""
+    from autograde.sandbox.launch import UID_BASE, _processes_of, reap
+
+    uid = UID_BASE + 0x0FFFFFF0  # uid, которого нет ни у одного слота этой проверки
+    leftovers = [subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "60"])
+                 for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 10
+        while len(_processes_of(uid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(_processes_of(uid)) == 3
+        reap(uid, grace=0.2)
+        for proc in leftovers:
+            proc.wait(timeout=5)  # наш дочерний процесс: зомби уходит, когда его дождались
+        assert _processes_of(uid) == []
+        assert all(proc.returncode == -signal.SIGKILL for proc in leftovers)
+    finally:
+        for proc in leftovers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
