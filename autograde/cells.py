@@ -1,7 +1,8 @@
 """Что даёт исполнение ячейки: выходы в пределах общего бюджета, события (тайм-аут, память…) и ошибки-объяснения.
 
 Бюджет вывода — на весь ноутбук: stdout, stderr, картинки и ошибки с трассировками вместе; что
-сверх него, не хранится, а ячейка, которая его превысила, останавливает ядро. Модуль ничего не
+сверх него, не хранится (поток текста — ровно до последнего байта бюджета, как бы ядро его ни
+нарезало), а ячейка, которая его превысила, останавливает ядро. Модуль ничего не
 исполняет: его заполняют kernel.py (выходы ядра) и execute.py (выходы судьи).
 """
 
@@ -20,7 +21,7 @@ NOT_EXECUTED = "NotExecuted"
 
 @dataclass
 class Event:
-    """Что случилось: timeout, output, memory, processes, died, wall, startup, transfer, judge."""
+    """Что случилось: timeout, output, memory, processes, died, wall, startup, transfer, reply, judge."""
 
     kind: str
     cell: int | None
@@ -98,9 +99,13 @@ class Sink:
                 output.traceback = tb[: TRACEBACK_LINES // 2] + ["… трассировка обрезана …"] + tb[-TRACEBACK_LINES // 2:]
             output.traceback = [line[:4000] for line in output.traceback]
             output.evalue = (output.get("evalue") or "")[:20000]
+        left = self.budget.limit - self.budget.used
         if not self.budget.take(size(output)):
             self.flooded = True
-            return
+            if kind != "stream" or left <= 0:
+                return
+            # поток — до последнего байта бюджета: сохранённое не зависит от того, как ядро нарезало вывод
+            output.text = output.text[:left]
         last = self.cell.outputs[-1] if self.cell.outputs else None
         if kind == "stream" and last is not None and last.get("output_type") == "stream" and last.name == output.name:
             last.text += output.text  # результат не зависит от того, как ядро нарезало поток
@@ -126,6 +131,7 @@ STOP_ERRORS = {
     "hung": lambda lim: ("TimeoutError", f"ячейка выполнялась дольше {lim.cell_timeout:g} с и не остановилась "
                                          "по прерыванию"),
     "transfer": lambda lim: ("OutputLimitError", f"тестам передано больше {lim.transfer_mb} МБ данных"),
+    "reply": lambda lim: ("OutputLimitError", "ответ ядра больше пределов проверки; ядро остановлено"),
 }
 STOP_REASONS = {
     "wall": lambda lim: f"весь ноутбук выполнялся дольше {lim.timeout:g} с",
@@ -135,6 +141,7 @@ STOP_REASONS = {
     "died": lambda lim: "ядро Python завершилось",
     "hung": lambda lim: "ядро не ответило на прерывание",
     "transfer": lambda lim: "тестам передано слишком много данных",
+    "reply": lambda lim: "ответ ядра больше пределов проверки",
 }
 
 

@@ -1,8 +1,10 @@
 """Каналы доверенного процесса: кадры к судье (его stdin/stdout) и к сокету ``_autograde_bridge`` в ядре.
 
-Кадр — 4 байта длины (big-endian) и JSON. Ответы ядра мы не разбираем, только передаём судье,
-ограничив размер. Здесь же — код, который ставит канал в ядро слушателя до его первой ячейки
-(исходники ``inside/codec.py`` и ``inside/bridge.py``), и запрос, которым ядро начинает отвечать.
+Кадр — 4 байта длины (big-endian) и JSON. Ответ ядра — чужие данные: до разбора он проверяется
+по сырым байтам (``codec.scan``: размер, вложенность, число значений), и только потом разбирается
+и передаётся судье; ответ сверх пределов не разбирается вовсе — это вина работы (``violation``).
+Здесь же — код, который ставит канал в ядро слушателя до его первой ячейки (исходники
+``inside/codec.py`` и ``inside/bridge.py``), и запрос, которым ядро начинает отвечать.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import struct
 import time
 from pathlib import Path
 
+from .inside.codec import FRAME_DEPTH, FRAME_NODES, LimitError, loads
 from .sandbox import Process
 
 INSIDE = Path(__file__).resolve().parent / "inside"
@@ -43,6 +46,7 @@ class FrameReader:
         self.message = None
         self.size = 0
         self.closed = False
+        self.violation: LimitError | None = None  # ответ сверх пределов канала: его не разбирали
 
     def ready(self) -> bool:
         return self.message is not None or self.closed
@@ -62,11 +66,16 @@ class FrameReader:
             if len(self.buffer) >= 4:
                 (size,) = struct.unpack(">I", self.buffer[:4])
                 if size > self.limit:
+                    self.violation = LimitError("bytes", self.limit, f"больше {self.limit // 2**20} МБ "
+                                                                     f"({size // 2**20} МБ)")
                     self.closed = True
                     return
                 if len(self.buffer) >= 4 + size:
                     try:
-                        self.message = json.loads(self.buffer[4:4 + size])
+                        self.message = loads(self.buffer[4:4 + size], self.limit, FRAME_DEPTH, FRAME_NODES)
+                    except LimitError as exc:
+                        self.violation, self.closed = exc, True
+                        return
                     except ValueError:
                         self.message = {"refused": "повреждённый ответ ядра"}
                     if not isinstance(self.message, dict):
@@ -95,6 +104,9 @@ def close(sock) -> None:
         pass
     sock.close()
 
+
+
+JUDGE_FRAME = 64 * 1024 * 1024
 
 
 class JudgeChannel:
@@ -139,7 +151,10 @@ class JudgeChannel:
     def take(self) -> dict:
         (size,) = struct.unpack(">I", self.buffer[:4])
         data, self.buffer = self.buffer[4:4 + size], self.buffer[4 + size:]
-        return json.loads(data)
+        try:  # судья доверенный, но в его кадрах — сообщения из кода слушателя: те же пределы
+            return loads(data, JUDGE_FRAME, FRAME_DEPTH, FRAME_NODES)
+        except ValueError as exc:
+            raise EOFError(f"судья прислал кадр, который не разобрать: {exc}") from None
 
     def receive(self, deadline: float) -> dict:
         while not self.has_frame():

@@ -12,7 +12,8 @@
 Лимиты — на всё: ячейка не дольше ``cell_timeout`` (вместе с вызовами из тестов), ноутбук не
 дольше ``timeout``; весь вывод ноутбука (stdout, stderr, картинки, ошибки с трассировками) — не
 больше ``output_kb``, всё переданное судье — не больше ``transfer_mb``; одно сообщение ядра — не
-больше ``MAX_MESSAGE`` (больше ZeroMQ не примет). Сторож следит за памятью и процессами ядра.
+больше бюджета вывода с запасом (больше ZeroMQ не примет), ответ канала — не больше ``MAX_MESSAGE``;
+оба не глубже и не больше пределов ``codec.scan`` — иначе ядро останавливается, не разбирая ответа. Сторож следит за памятью и процессами ядра.
 Ячейки, до которых дело не дошло, получают ошибку «не выполнялась».
 """
 
@@ -160,6 +161,8 @@ class Runner:
             self._wait(reader.ready, serve, math.inf)
         except TimeoutError:  # не бывает: срок ячейки держит сам serve (прерывание, затем остановка)
             pass
+        if reader.violation is not None:  # ответ сверх пределов канала: вина работы, как поток вывода
+            raise self.session.stop("reply", index, str(reader.violation))
         if serve.interrupted_at is not None and reader.message is None:
             return {"raise": {"type": "TimeoutError", "mro": ["TimeoutError", "OSError", "Exception"],
                               "message": f"код слушателя выполнялся дольше {self.limits.cell_timeout:g} с и прерван"}}

@@ -11,6 +11,10 @@
 * ``canvas`` — для Gradebook → Import в Canvas: Student, ID, SIS User ID, SIS Login ID, Section и
   колонка на лабораторную.
 
+Пишет его ``results.csv_text``, как и CSV оценок группы: имя, id или email слушателя, который начинается
+с ``=``, ``+``, ``-``, ``@``, табуляции или CR, получает апостроф впереди — таблица и LMS не примут его за
+формулу; баллы остаются числами.
+
 По умолчанию файл ложится в ``autograde/exports/`` — вне опубликованной книги и вне git (.gitignore):
 оценки слушателей не должны оказаться в репозитории курса.
 """
@@ -18,14 +22,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 from pathlib import Path
 
 from . import roster
 from .course import ROOT, Course, CourseError, lab_names, safe_key
-from .results import atomic_write, fmt, load
-from .sanitize import printable
+from .results import atomic_write, csv_text, load
 
 NAME = "export"
 HELP = "выгрузить оценки всех лабораторных в CSV для LMS (Moodle, Canvas) или таблицей"
@@ -69,28 +70,27 @@ def collect(course: Course) -> tuple[list[str], dict[str, dict], dict[str, dict]
 
 
 def table(labs: list[str], scores: dict, people: dict, style: str) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    """Таблица для LMS или для себя; пишет её ``csv_text`` — ни одна ячейка не станет формулой."""
     if style == "wide":
-        writer.writerow(["student_id", "name", "email", *[c for lab in labs for c in (lab, f"{lab}_pending")], "total"])
+        rows = [["student_id", "name", "email", *[c for lab in labs for c in (lab, f"{lab}_pending")], "total"]]
     elif style == "moodle":
-        writer.writerow(["Адрес электронной почты", "ID", *labs])
+        rows = [["Адрес электронной почты", "ID", *labs]]
     else:
-        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *labs])
+        rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *labs]]
     for key in sorted(people, key=lambda k: (people[k]["name"] or people[k]["id"]).casefold()):
-        person = {k: printable(v) for k, v in people[key].items()}
+        person = people[key]
         marks = scores.get(key, {})
-        cells = [fmt(marks[lab][0]) if lab in marks else "" for lab in labs]
+        cells = [marks[lab][0] if lab in marks else "" for lab in labs]
         if style == "wide":
-            flags = ["1" if lab in marks and marks[lab][1] else "" for lab in labs]
+            flags = [1 if lab in marks and marks[lab][1] else "" for lab in labs]
             total = sum(score for score, _ in marks.values())
-            writer.writerow([person["id"], person["name"], person["email"],
-                             *[v for pair in zip(cells, flags) for v in pair], fmt(total)])
+            rows.append([person["id"], person["name"], person["email"],
+                         *[v for pair in zip(cells, flags) for v in pair], total])
         elif style == "moodle":
-            writer.writerow([person["email"], person["id"], *cells])
+            rows.append([person["email"], person["id"], *cells])
         else:
-            writer.writerow([person["name"] or person["id"], "", person["id"], person["email"], "", *cells])
-    return buffer.getvalue()
+            rows.append([person["name"] or person["id"], "", person["id"], person["email"], "", *cells])
+    return csv_text(rows)
 
 
 def run(args: argparse.Namespace) -> int:

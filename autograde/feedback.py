@@ -21,8 +21,10 @@ from nbformat import NotebookNode
 from .master import HIDDEN_BEGIN, HIDDEN_END, Master, gid, hide_tests
 from .notebook import REVIEW_PREFIX
 from .results import Result, fmt
-from .sanitize import printable
+from .roster import IDENTITY_PREFIX
+from .sanitize import printable, shown
 
+INSTRUCTOR_ONLY = (REVIEW_PREFIX, IDENTITY_PREFIX)  # части сообщения для преподавателя: в отзыве их нет
 PLACEHOLDER = "# … здесь скрытые тесты: их код не показывается …"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -100,6 +102,7 @@ def visible(clean: NotebookNode, master: Master) -> NotebookNode:
                 output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
         if cell.cell_type == "code":
             redact.cell(cell)
+            cell.source = shown(cell.source, colours=False)  # смена направления текста в коде не прячет код
     return nb
 
 
@@ -119,8 +122,8 @@ def student_notebook(clean: NotebookNode, master: Master, cells: list[dict], man
         comment = manual.get(grade_id, (None, ""))[1] if grade_id else ""
         if info is None:
             if comment:  # комментарий преподавателя к ячейке-решению без баллов
-                cell.metadata.update(autograde_label=f"Комментарий преподавателя: {comment}", autograde_css="manual",
-                                     autograde_anchor=f"ag-{grade_id}")
+                cell.metadata.update(autograde_label=shown(f"Комментарий преподавателя: {comment}", colours=False),
+                                     autograde_css="manual", autograde_anchor=f"ag-{grade_id}")
             continue
         score, message = info["score"], info["message"]
         if info["kind"] == "test":
@@ -137,10 +140,12 @@ def student_notebook(clean: NotebookNode, master: Master, cells: list[dict], man
             message = comment or message
         name = title(master, grade_id, info["kind"])
         cell.metadata.update(autograde_anchor=f"ag-{grade_id}", autograde_css=css,
-                             autograde_label=f"{name}: {verdict}, {_points(score)} из {_points(info['max_score'])}"
-                             + (f". Комментарий преподавателя: {comment}" if comment else ""))
+                             autograde_label=shown(f"{name}: {verdict}, {_points(score)} из {_points(info['max_score'])}"
+                                                   + (f". Комментарий преподавателя: {comment}" if comment else ""),
+                                                   colours=False))
         rows.append({"anchor": f"ag-{grade_id}", "title": name, "verdict": verdict, "css": css,
-                     "points": f"{_points(score)} из {_points(info['max_score'])}", "message": redact(message)})
+                     "points": f"{_points(score)} из {_points(info['max_score'])}",
+                     "message": shown(redact(message), colours=False)})
     return nb, rows
 
 
@@ -198,18 +203,22 @@ def render(clean: NotebookNode, master: Master, *, student_id: str, result: Resu
         total_line = f"Итого: {fmt(result.score + got_manual)} из {fmt(result.max_score + manual_total)}."
     else:
         manual_line, total_line = "", f"Итого: {fmt(result.score)} из {fmt(result.max_score)}."
-    status_line = "; ".join(part for part in (result.message or "").split("; ")
-                            if part and not part.startswith(REVIEW_PREFIX))  # пометка — для преподавателя
+    status_line = for_student(result.message)
     if result.late_hours > 0:
         status_line = "; ".join(filter(None, [status_line, f"сдано на {result.late_hours:.1f} ч позже срока"
                                               + (f", снято {fmt(result.penalty)} б." if result.penalty else "")]))
     resources = {"autograde": {
         "title": f"{master.lab} — отзыв для {printable(student_id)}",
         "score": fmt(result.score), "max_score": fmt(result.max_score), "manual_line": manual_line,
-        "total_line": total_line, "status_line": status_line, "rows": rows,
+        "total_line": total_line, "status_line": shown(status_line, colours=False), "rows": rows,
     }}
     body, _ = _exporter().from_notebook_node(nb, resources=resources)
     return body
+
+
+def for_student(message: str) -> str:
+    """Сообщение итога без частей для преподавателя (``INSTRUCTOR_ONLY``)."""
+    return "; ".join(part for part in (message or "").split("; ") if part and not part.startswith(INSTRUCTOR_ONLY))
 
 
 def error_page(lab: str, student_id: str, result: Result) -> str:
@@ -218,4 +227,4 @@ def error_page(lab: str, student_id: str, result: Result) -> str:
             f"{html.escape(lab)}</title></head><body><h1>{html.escape(lab)} — отзыв для "
             f"{html.escape(printable(student_id))}</h1>"
             f"<p><b>Работа не проверена: баллы автопроверки {fmt(result.score)} из {fmt(result.max_score)}.</b></p>"
-            f"<p>{html.escape(result.message or '')}</p></body></html>")
+            f"<p>{html.escape(shown(for_student(result.message), colours=False))}</p></body></html>")

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from .course import DEFAULT_ID_PATTERN, CourseError, safe_key
 from .history import History
+from .notebook import MAX_FILE as MAX_NOTEBOOK  # больше — не ноутбук лабораторной: не читаем дальше этих байт
 
-MAX_NOTEBOOK = 50 * 1024 * 1024  # больше — не ноутбук лабораторной, а что-то не то
 SERVICE_FILES = {"timestamp.txt", "submission_secret.txt"}  # их кладёт nbgrader collect: не «лишние файлы»
 JUNK = {".DS_Store", "Thumbs.db", "desktop.ini"}
 JUNK_DIRS = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
@@ -68,7 +68,7 @@ def _choose(sub: Submission, lab: str, files: dict[str, int], read, lms: bool = 
         shown = ", ".join(extra[:5]) + (f" и ещё {len(extra) - 5}" if len(extra) > 5 else "")
         sub.notes.append(f"лишние файлы не проверяются: {shown}")
     if files[chosen] > MAX_NOTEBOOK:
-        sub.error = f"ноутбук {Path(chosen).name} больше {MAX_NOTEBOOK // 2**20} МБ: это не ноутбук лабораторной"
+        sub.error = _too_big(chosen, files[chosen])
         return None
     try:
         sub.data = read(chosen)
@@ -76,10 +76,21 @@ def _choose(sub: Submission, lab: str, files: dict[str, int], read, lms: bool = 
         sub.error = (f"файл {Path(chosen).name} не читается из сдачи ({type(exc).__name__}: {str(exc)[:200]}): "
                      "скачайте выгрузку заново или попросите слушателя сдать ещё раз")
         return None
-    if len(sub.data) > MAX_NOTEBOOK:
-        sub.data, sub.error = None, f"ноутбук {Path(chosen).name} больше {MAX_NOTEBOOK // 2**20} МБ"
+    if len(sub.data) > MAX_NOTEBOOK:  # файл вырос или архив соврал о размере: прочитано не больше предела + 1 байт
+        sub.data, sub.error = None, _too_big(chosen, len(sub.data))
         return None
     return chosen
+
+
+def _too_big(name: str, size: int) -> str:
+    known = "" if size == MAX_NOTEBOOK + 1 else f" ({size / 2**20:.1f} МБ)"
+    return (f"ноутбук {Path(name).name} больше предела {MAX_NOTEBOOK // 2**20} МБ{known} — работа не проверена: "
+            "очистите выходы (Kernel → Restart Kernel and Clear All Outputs), сохраните и сдайте заново")
+
+
+def _read_head(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(MAX_NOTEBOOK + 1)
 
 
 def from_folder(path: Path, lab: str) -> tuple[list[Submission], list[str]]:
@@ -112,7 +123,7 @@ def from_folder(path: Path, lab: str) -> tuple[list[Submission], list[str]]:
                 files[str(rel)] = file.stat().st_size
         if skipped:
             sub.notes.append(f"символические ссылки не читаются: {', '.join(skipped[:5])}")
-        chosen = _choose(sub, lab, files, lambda name, folder=folder: (folder / name).read_bytes())
+        chosen = _choose(sub, lab, files, lambda name, folder=folder: _read_head(folder / name))
         if chosen is not None:
             sub.source = str(folder / chosen)
             sub.submitted_at = datetime.fromtimestamp((folder / chosen).stat().st_mtime, timezone.utc)
@@ -190,11 +201,14 @@ def admit(course, lab, path: Path | None, group) -> tuple[dict[str, str], set[st
         subs, warnings = collect(path, lab.name, course.settings.id_pattern)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise CourseError(f"Не прочитать сдачи {path}: {exc}") from exc
+    identities = group.identify([sub.student_id for sub in subs], history)  # новый номер LMS у знакомого имени — не он
     for sub in subs:
-        student_id, known = group.resolve(sub.student_id)
+        student_id, known, claim = identities[sub.student_id]
         key = safe_key(student_id)
         names[key] = group.display(student_id) if known else student_id
-        if group and not known:
+        if claim:
+            notes.setdefault(key, []).append(claim)
+        elif group and not known:
             notes.setdefault(key, []).append(f"{sub.student_id!r} нет в списке группы (roster): добавьте псевдоним")
         if sub.missing:
             missing.add(key)

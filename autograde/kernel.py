@@ -3,8 +3,11 @@
 Выходы ячеек приходят сообщениями протокола Jupyter и записываются здесь, в памяти проверяющего:
 файла «исполненного ноутбука», который код мог бы подменить, нет. Запрос (``Request``) двигается
 по кусочку за вызов ``pump``: так, пока ядро исполняет функцию слушателя по просьбе судьи, тот
-же цикл ждёт и судью, и сокет канала. Одно сообщение ядра — не больше ``MAX_MESSAGE``: больше
-ZeroMQ не примет и разорвёт связь, а это мы считаем потоком вывода.
+же цикл ждёт и судью, и сокет канала. Одно сообщение ядра — не больше бюджета вывода (``output_kb``)
+плюс ``MESSAGE_SLACK`` и не больше ``MAX_MESSAGE``: больше ZeroMQ не примет и разорвёт связь, а это
+мы считаем потоком вывода (такое сообщение и так превысило бы бюджет). Каждая часть сообщения (JSON)
+до разбора проверяется по сырым байтам (``codec.scan``): не глубже ``MESSAGE_DEPTH`` уровней и не
+больше ``MESSAGE_NODES`` значений, иначе ядро останавливается (событие ``reply``, вина работы).
 """
 
 from __future__ import annotations
@@ -16,12 +19,21 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 
 from .cells import Event, Execution, Sink, Stop
+from .inside.codec import LimitError, loads
 from .sandbox import Process
 
 MAX_MESSAGE = 16 * 1024 * 1024
 WATCH_EVERY = 0.25  # как часто сторож смотрит на память и процессы, секунд
 INTERRUPT_GRACE = 5.0  # сколько ждать ядро после прерывания, секунд
 STARTUP_TIMEOUT = 60.0
+MESSAGE_DEPTH = 64
+MESSAGE_SLACK = 1024 * 1024  # сверх бюджета вывода: заголовки и метаданные сообщения
+MESSAGE_NODES = 200_000
+
+
+def _unpack(data) -> dict:
+    """Разбор части сообщения ядра — только в пределах (вместо json.loads из jupyter_client)."""
+    return loads(bytes(data), MAX_MESSAGE, MESSAGE_DEPTH, MESSAGE_NODES)
 
 
 class KernelSession:
@@ -31,15 +43,17 @@ class KernelSession:
         self.kernel, self.result, self.wall = kernel, result, wall
         self.limits = kernel.limits
         context = zmq.Context()
-        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        # сообщение больше бюджета вывода всё равно его превысит: не принимать его вовсе (память проверяющего)
+        context.setsockopt(zmq.MAXMSGSIZE, min(MAX_MESSAGE, self.limits.output_bytes + MESSAGE_SLACK))
         context.setsockopt(zmq.LINGER, 0)
         self.kc = BlockingKernelClient(context=context)
         self.kc.load_connection_info(kernel.connection_info)
+        self.kc.session.unpack = _unpack
         self.kc.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=True)
         self.poller = zmq.Poller()
         self.poller.register(self.kc.iopub_channel.socket, zmq.POLLIN)
         self.poller.register(self.kc.shell_channel.socket, zmq.POLLIN)
-        # разрыв связи iopub значит: ядро прислало сообщение больше MAX_MESSAGE — поток вывода
+        # разрыв связи iopub значит: ядро прислало сообщение больше предела — поток вывода
         self.monitor = self.kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         self.poller.register(self.monitor, zmq.POLLIN)
 
@@ -153,7 +167,7 @@ class Request:
                 raise session.stop("output", self.index) from None
         if kc.iopub_channel.socket in events:
             while kc.iopub_channel.msg_ready():
-                msg = kc.get_iopub_msg(timeout=0)
+                msg = self._next(kc.get_iopub_msg)
                 if msg["parent_header"].get("msg_id") != self.msg_id:
                     continue
                 if msg["msg_type"] == "status":
@@ -165,9 +179,16 @@ class Request:
                     self.sink.add(msg)
         if kc.shell_channel.socket in events:
             while kc.shell_channel.msg_ready():
-                msg = kc.get_shell_msg(timeout=0)
+                msg = self._next(kc.get_shell_msg)
                 if msg["parent_header"].get("msg_id") == self.msg_id:
                     self.reply, self.reply_at = msg, time.monotonic()
+
+    def _next(self, get) -> dict:
+        """Следующее сообщение ядра; сверх пределов разбора — остановить ядро (вина работы)."""
+        try:
+            return get(timeout=0)
+        except LimitError as exc:
+            raise self.session.stop("reply", self.index, f"(сообщение Jupyter) {exc}") from None
 
     def finish(self) -> dict:
         self.session.watch(self.index, memory=False)  # fork-бомба, оставшаяся после ячейки, — на счёт этой ячейки

@@ -2,8 +2,12 @@
 
 Из файла слушателя берём только текст ячеек (код и markdown), их тип и grade_id nbgrader; выходы,
 вложения и прочие метаданные отбрасываются сразу — их никто не показывает и не исполняет.
-Файл — чужие данные: не UTF-8, не JSON, обрезан, пуст, вложен глубже ``MAX_DEPTH`` — это
-``SubmissionError`` с причиной, и виновата работа (результат кэшируется, повтор не нужен).
+Файл — чужие данные: не UTF-8, не JSON, обрезан, пуст — это ``SubmissionError`` с причиной, и
+виновата работа (результат кэшируется, повтор не нужен). Пределы проверяются до разбора и до любого
+преобразования (nbformat, markdown, очистка): файл не больше ``MAX_FILE``, JSON не глубже
+``MAX_DEPTH`` и не больше ``MAX_NODES`` значений (счёт по сырым байтам, ``codec.scan``), текст одной
+ячейки не длиннее ``MAX_CELL``, всех ячеек вместе — ``MAX_TEXT``. Так память проверяющего на одну
+работу ограничена, сколько бы слушатель ни вставил в ноутбук.
 
 Сборка (``merge``) идёт по grade_id, как у nbgrader (``OverwriteCells``, ``DeduplicateIds``):
 
@@ -29,10 +33,15 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 from nbgrader import utils as nbutils
 
+from .inside.codec import LimitError, scan
 from .master import Master
 from .master import gid as _gid
 
+MAX_FILE = 16 * 1024 * 1024  # ноутбук лабораторной с выходами — единицы МБ
 MAX_DEPTH = 64  # глубже JSON ноутбука не бывает; глубже — чужие данные
+MAX_NODES = 500_000  # значений JSON (строк выходов, ячеек, ключей): выданный ноутбук — около тысячи
+MAX_CELL = 256 * 1024  # байт текста (код или markdown) в одной ячейке: ответы лабораторных — единицы КБ
+MAX_TEXT = 2 * 1024 * 1024  # байт текста во всех ячейках вместе
 NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "grade_id": str}
 REVIEW_PREFIX = "подозрительные конструкции в решении"
 SUSPICIOUS = {  # конструкции, которыми подделывают проверку изнутри ядра: стоит взглянуть глазами
@@ -52,21 +61,6 @@ SUSPICIOUS = {  # конструкции, которыми подделываю�
 
 class SubmissionError(ValueError):
     """Файл сдачи нельзя проверить: сообщение — причина по-русски."""
-
-
-def _depth(value) -> int:
-    """Глубина вложенности JSON без рекурсии."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if depth > MAX_DEPTH:
-            return depth
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
 
 
 def _nbgrader_meta(metadata) -> dict:
@@ -90,25 +84,30 @@ def _text(value) -> str:
 def read_submission(data: bytes) -> tuple[list[dict], list[str]]:
     """Ячейки сдачи как простые словари и замечания. SubmissionError, если это не ноутбук."""
     notes: list[str] = []
+    if len(data) > MAX_FILE:
+        raise SubmissionError(f"файл больше предела {MAX_FILE // 2**20} МБ ({len(data) / 2**20:.1f} МБ) — работа не "
+                              "проверена: очистите выходы, сохраните и сдайте заново")
     if not data.strip():
         raise SubmissionError("файл пустой" + (" (0 байт)" if not data else " (одни пробелы)")
                               + ": сдайте ноутбук заново, сохранив его (Ctrl+S)")
+    try:
+        scan(data, MAX_FILE, MAX_DEPTH, MAX_NODES)
+    except LimitError as exc:
+        advice = {"depth": "это не ноутбук Jupyter",
+                  "nodes": "очистите выходы (Kernel → Restart Kernel and Clear All Outputs), сохраните и сдайте заново"}
+        raise SubmissionError(f"файл {exc}: {advice[exc.kind]}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SubmissionError(f"файл не в UTF-8 (байт {exc.start}): это не ноутбук Jupyter или он повреждён") from None
     try:
         raw = json.loads(text)
-    except RecursionError:
-        raise SubmissionError(f"файл вложен глубже {MAX_DEPTH} уровней: это не ноутбук Jupyter") from None
     except json.JSONDecodeError as exc:
         where = f"строка {exc.lineno}, позиция {exc.colno}"
         # обрезан, если разбор упёрся в конец файла: строка не закрыта или не хватает скобок
         cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip()) - 1
         raise SubmissionError(("файл обрезан: JSON кончается раньше времени" if cut else "файл не JSON")
                               + f" ({where}: {exc.msg}); откройте ноутбук в Jupyter, сохраните и сдайте заново") from None
-    if _depth(raw) > MAX_DEPTH:
-        raise SubmissionError(f"файл вложен глубже {MAX_DEPTH} уровней: это не ноутбук Jupyter")
     if not isinstance(raw, dict) or not ("cells" in raw or "worksheets" in raw):
         raise SubmissionError("это JSON, но не ноутбук Jupyter (нет списка ячеек)")
     version = raw.get("nbformat")
@@ -133,7 +132,30 @@ def read_submission(data: bytes) -> tuple[list[dict], list[str]]:
         notes.append(f"пропущено повреждённых ячеек: {skipped}")
     if not cells:
         raise SubmissionError("в ноутбуке нет ни одной ячейки")
+    _check_sizes(cells)
     return cells, notes
+
+
+def _kb(size: int) -> str:
+    return f"{-(-size // 1024):,} КБ".replace(",", " ")
+
+
+def _check_sizes(cells: list[dict]) -> None:
+    """Текст ячеек в пределах ``MAX_CELL`` и ``MAX_TEXT`` — до сборки, markdown и очистки; иначе SubmissionError."""
+    total = 0
+    for number, cell in enumerate(cells, 1):
+        size = len(cell["source"].encode("utf-8", "surrogatepass"))
+        total += size
+        if size > MAX_CELL:
+            grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+            first = next((line.strip() for line in cell["source"][:200].splitlines() if line.strip()), "")
+            name = f"«{grade_id}»" if grade_id else f"ячейка {number} («{first[:40]}{'…' if len(first) > 40 else ''}»)"
+            what = "ответ" if grade_id else "текст ячейки"
+            raise SubmissionError(f"{name}: {what} длиннее {_kb(MAX_CELL)} ({_kb(size)}) — работа не проверена: "
+                                  "сократите его (картинки и данные не вставляйте в текст), сохраните и сдайте заново")
+    if total > MAX_TEXT:
+        raise SubmissionError(f"текст всех ячеек длиннее {_kb(MAX_TEXT)} ({_kb(total)}) — работа не проверена: "
+                              "уберите лишние ячейки и вставленные данные, сохраните и сдайте заново")
 
 
 # ---------- сборка проверяемого ноутбука ----------

@@ -3,7 +3,10 @@
 Итог пишется атомарно (временный файл рядом и ``os.replace``): после ``kill -9`` он либо есть
 целиком, либо его нет. CSV собирается из итогов и всегда одинаков при одинаковых итогах.
 Всё, что пришло от слушателя (id, имена файлов, сообщения), в CSV и в терминал попадает через
-``printable``: управляющие символы — кодами. Модуль не исполняет код и не трогает базу оценок.
+``printable``: управляющие символы — кодами. Все CSV autograde (оценки группы, ``export``) пишет
+один ``csv_text``: текст, который начинается с ``=``, ``+``, ``-``, ``@``, табуляции или CR, получает
+впереди апостроф (правило OWASP против формул в таблицах), числа autograde остаются числами.
+Модуль не исполняет код и не трогает базу оценок.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from minirag import plural
 from .sanitize import mixed_script, printable
 from .verdict import STATUSES
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # с этого таблица или LMS начнёт формулу
 VERSION = 2  # меняется, когда меняется сам способ проверки: тогда перепроверяются все
 CSV_COLUMNS = ["student_id", "lab", "score", "max_score", "manual_pending", "status", "late", "message"]
 
@@ -102,15 +106,32 @@ def fmt(value) -> str:
     return f"{float(value):g}"
 
 
-def write_csv(path: Path, results: list[Result], manual: dict[str, dict]) -> Path:
+def spreadsheet_cell(value) -> str:
+    """Ячейка CSV, которую таблица или LMS не примет за формулу.
+
+    Число (int/float, его посчитал autograde) пишется числом; всякий текст — через ``printable`` и с
+    апострофом впереди, если начинается с ``=``, ``+``, ``-``, ``@``, табуляции или CR — даже «-5»:
+    текст, похожий на число, пришёл от слушателя. Пример: ``spreadsheet_cell("=1+1")`` → ``"'=1+1"``.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)):
+        return fmt(value)
+    text = printable(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def csv_text(rows) -> str:
+    """Единственный писатель CSV в autograde: каждая ячейка — через ``spreadsheet_cell``."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for r in results:
-        writer.writerow([printable(r.display_id), r.lab, fmt(r.score), fmt(r.max_score),
-                         fmt(r.pending_manual(manual.get(r.student, {}))), r.status,
-                         fmt(round(r.late_hours, 2)), printable(r.message)])
-    atomic_write(path, buffer.getvalue())
+    csv.writer(buffer, lineterminator="\n").writerows([spreadsheet_cell(v) for v in row] for row in rows)
+    return buffer.getvalue()
+
+
+def write_csv(path: Path, results: list[Result], manual: dict[str, dict]) -> Path:
+    rows = [[r.display_id, r.lab, r.score, r.max_score, r.pending_manual(manual.get(r.student, {})), r.status,
+             round(r.late_hours, 2), r.message] for r in results]
+    atomic_write(path, csv_text([CSV_COLUMNS, *rows]))
     return path
 
 

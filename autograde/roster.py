@@ -5,6 +5,13 @@
 ``autograde/roster.json`` (вне git: это личные данные). Сдача «Иван Петров_123» из Moodle, папка
 ``petrov`` и запись ``ivan@example.org`` сводятся к одному слушателю; номер участника Moodle
 разный в каждом задании, поэтому имя из LMS сверяется и без номера, если оно в группе одно.
+
+Номер участника — часть личности: внутри одного задания он у слушателя один. Если знакомое имя
+приходит с номером, под которым этот слушатель задание не сдавал (его сдачи в истории — под
+другим номером, или в одной выгрузке одно имя пришло с двумя номерами), сдача не сливается с его
+работой: она — отдельная строка с замечанием для преподавателя, а работа слушателя не тронута.
+Слушатель мог сменить имя в LMS на чужое; если же это правда он, преподаватель подтверждает это
+командой ``roster merge``.
 ``roster merge ИЗ В`` сливает две записи (с историей сдач и итогами), ``roster remove ID``
 убирает слушателя из списка. Без списка id слушателя — то, что пришло в сдаче.
 """
@@ -15,14 +22,17 @@ import argparse
 import csv
 import json
 import re
+import shlex
 from pathlib import Path
 
 from .course import ROOT, Course, CourseError, lab_names, safe_key
 from .results import atomic_write
+from .sanitize import printable
 
 NAME = "roster"
 HELP = "список группы: импорт CSV, слияние двух записей одного слушателя, удаление"
-_NUMBER_SUFFIX = re.compile(r"^(?P<name>.+?)_\d+$")
+IDENTITY_PREFIX = "знакомое имя с новым номером LMS"  # замечание для преподавателя: в отзыв слушателю не идёт
+_NUMBER_SUFFIX = re.compile(r"^(?P<name>.+?)_(?P<number>\d+)$")
 
 
 def _norm(text: str) -> str:
@@ -60,6 +70,43 @@ class Roster:
                 return next(iter(found)), True
         return raw_id, False
 
+    def identify(self, raw_ids: list[str], history) -> dict[str, tuple[str, bool, str]]:
+        """Личности сдач одной выгрузки: {id из сдачи: (id слушателя, найден ли в списке, замечание или "")}.
+
+        Имя из списка группы с номером участника LMS, которого у этого слушателя в ``history`` (история
+        сдач этой лабораторной) нет, не сводится к нему: id остаётся своим, замечание говорит, как
+        подтвердить (``roster merge``). Пока номеров в истории нет, принимается единственный номер выгрузки.
+        """
+        found, claims = {}, {}  # claims: id слушателя → номера LMS, с которыми его имя пришло в этой выгрузке
+        for raw_id in raw_ids:
+            student_id, known = self.resolve(raw_id)
+            match = _NUMBER_SUFFIX.match(raw_id)
+            stripped = known and match and len(self.by_alias.get(_norm(raw_id), ())) != 1  # найден только без номера
+            number = match.group("number") if stripped else None
+            found[raw_id] = (student_id, known, number)
+            if number is not None:
+                claims.setdefault(student_id, set()).add(number)
+        out = {}
+        for raw_id, (student_id, known, number) in found.items():
+            recorded = _numbers(history, safe_key(student_id)) if number is not None else set()
+            others = sorted(claims.get(student_id, set()) - {number}, key=int)
+            if number is None or number in recorded or (not recorded and not others):
+                out[raw_id] = (student_id, known, "")
+                continue
+            confirm = f"python -m autograde roster merge {shlex.quote(raw_id)} {shlex.quote(student_id)}"
+            if recorded:
+                listed = sorted(recorded, key=int)
+                why = (f"а {student_id} сдаёт эту лабораторную под {'номером' if len(listed) == 1 else 'номерами'} "
+                       f"{', '.join(listed)}")
+            else:
+                why = (f"а в этой выгрузке то же имя пришло и с {'номером' if len(others) == 1 else 'номерами'} "
+                       f"{', '.join(others)}: чья это работа, не угадать")
+            out[raw_id] = (raw_id, False, f"{IDENTITY_PREFIX}: сдача подписана именем {student_id} из списка группы, "
+                                          f"но с номером участника LMS {number}, {why}. Работа не слита с работой "
+                                          f"{student_id} и стоит отдельной строкой. Если это тот же слушатель, "
+                                          f"подтвердите: {confirm}")
+        return out
+
     def display(self, student_id: str) -> str:
         for student in self.students:
             if student["id"] == student_id:
@@ -71,6 +118,11 @@ class Roster:
         self._index()
 
 
+def _numbers(history, key: str) -> set[str]:
+    """Номера участника LMS, под которыми слушатель с ключом ``key`` уже сдавал эту лабораторную."""
+    return {m.group("number") for v in history.versions(key) for m in [_NUMBER_SUFFIX.match(v.raw_id)] if m}
+
+
 def load(course: Course) -> Roster:
     return Roster(course.work / "roster.json")
 
@@ -79,7 +131,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ДЕЙСТВИЕ")
     imp = sub.add_parser("import", help="загрузить список группы из CSV: id,name,email,aliases")
     imp.add_argument("file", type=Path, metavar="FILE")
-    merge = sub.add_parser("merge", help="ИЗ — та же персона, что В: перенести сдачи и итоги, ИЗ станет псевдонимом")
+    merge = sub.add_parser("merge", help="ИЗ — та же персона, что В: перенести сдачи и итоги, ИЗ станет псевдонимом "
+                           "(так подтверждают и новый номер участника LMS)")
     merge.add_argument("source", metavar="ИЗ")
     merge.add_argument("target", metavar="В")
     remove = sub.add_parser("remove", help="убрать слушателя из списка группы (его сдачи и итоги остаются)")
@@ -151,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
         roster.save()
         print(f"{args.student} убран из списка группы (его сдачи и итоги остались в autograde/work/).")
     else:
-        for student in roster.students:
-            print(f"{student['id']}\t{student.get('name', '')}\t{student.get('email', '')}\t{'; '.join(student['aliases'])}")
+        for student in roster.students:  # псевдонимы добавляет и merge — из имён, пришедших в сдачах
+            fields = [student["id"], student.get("name", ""), student.get("email", ""), "; ".join(student["aliases"])]
+            print("\t".join(printable(field) for field in fields))
     return 0

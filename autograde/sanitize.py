@@ -9,8 +9,11 @@
   проверен, сигнатура файла на месте); HTML, JavaScript, SVG, LaTeX и виджеты заменяются строкой
   «[вывод … не показывается]»; из метаданных выходов остаются только целые width/height;
 * метаданные ячеек — только nbgrader из эталона (``allowed`` решает вызывающий);
-* для терминала и CSV (``printable``) управляющие символы и символы смены направления текста
-  показываются кодами: ``\\x1b``, ``\\u202e``.
+* управляющие и невидимые символы (категории Unicode Cc, Cf, Zl, Zp: ESC, смена направления
+  текста U+202A–U+202E и U+2066–U+2069, нулевой ширины и т. п.; кроме перевода строки и
+  табуляции) показываются кодами: ``\\x1b``, ``\\u202e`` — в терминале и CSV (``printable``) и в
+  отзыве (``shown``: выходы, markdown, сообщения, код слушателя); в отзыве остаются только
+  цвета ANSI (``ESC[…m``) — их nbconvert сам превращает в HTML.
 
 Модуль ничего не читает и не пишет на диск.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import functools
 import re
 import unicodedata
 
@@ -32,7 +36,8 @@ SAFE_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}}
 SAFE_SCHEMES = {"http", "https", "mailto"}
 IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 SAFE_MIME = ("text/plain", *IMAGE_MAGIC)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_KEEP_OUTPUT = re.compile(r"\x1b\[[0-9;]{0,32}m|\r")  # цвета ANSI в выводе (nbconvert рисует их сам) и \r
+_KEEP_TEXT = re.compile(r"\r")
 
 
 def markdown_html(source: str) -> str:
@@ -40,8 +45,8 @@ def markdown_html(source: str) -> str:
     import nh3
     from nbconvert.filters import markdown2html
 
-    return nh3.clean(markdown2html(source), tags=SAFE_TAGS, attributes=SAFE_ATTRIBUTES, url_schemes=SAFE_SCHEMES,
-                     clean_content_tags={"script", "style"}, link_rel="noopener noreferrer nofollow")
+    return nh3.clean(markdown2html(shown(source, colours=False)), tags=SAFE_TAGS, attributes=SAFE_ATTRIBUTES,
+                     url_schemes=SAFE_SCHEMES, clean_content_tags={"script", "style"}, link_rel="noopener noreferrer nofollow")
 
 
 def _image(value, mime: str) -> str | None:
@@ -65,17 +70,17 @@ def output(out: dict) -> NotebookNode | None:
     kind = out.get("output_type")
     if kind == "stream":
         name = out.get("name") if out.get("name") in ("stdout", "stderr") else "stdout"
-        return NotebookNode(output_type="stream", name=name, text=str(out.get("text", "")))
+        return NotebookNode(output_type="stream", name=name, text=shown(out.get("text", "")))
     if kind == "error":
         traceback = out.get("traceback") if isinstance(out.get("traceback"), list) else []
-        return NotebookNode(output_type="error", ename=str(out.get("ename", "Error")), evalue=str(out.get("evalue", "")),
-                            traceback=[str(line) for line in traceback])
+        return NotebookNode(output_type="error", ename=shown(out.get("ename", "Error")),
+                            evalue=shown(out.get("evalue", "")), traceback=[shown(line) for line in traceback])
     if kind not in ("display_data", "execute_result"):
         return None
     data = out.get("data") if isinstance(out.get("data"), dict) else {}
     kept, metadata = {}, {}
     if isinstance(data.get("text/plain"), str):
-        kept["text/plain"] = data["text/plain"]
+        kept["text/plain"] = shown(data["text/plain"])
     for mime in IMAGE_MAGIC:
         image = _image(data.get(mime), mime)
         if image is not None:
@@ -129,13 +134,52 @@ def notebook(nb: NotebookNode, trusted_markdown) -> tuple[NotebookNode, list[str
     return clean, notes
 
 
-def printable(text: str) -> str:
-    """Строка для терминала и CSV: управляющие символы и смена направления текста — кодами."""
-    def code(match: re.Match) -> str:
-        char = match.group()
-        return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+@functools.cache
+def _hidden() -> re.Pattern:
+    """Все символы категорий Cc, Cf, Zl, Zp, кроме перевода строки и табуляции (строится один раз).
 
-    return _CONTROL.sub(code, str(text))
+    Такие символы есть только в плоскостях Unicode 0, 1 и 14 (теги U+E0000–U+E007F): остальные не перебираем.
+    """
+    ranges, start, prev = [], None, None
+    for point in [*range(0x20000), *range(0xE0000, 0xE1000)]:
+        if point in (0x09, 0x0A) or unicodedata.category(chr(point)) not in ("Cc", "Cf", "Zl", "Zp"):
+            continue
+        if start is not None and point == prev + 1:
+            prev = point
+            continue
+        if start is not None:
+            ranges.append((start, prev))
+        start = prev = point
+    ranges.append((start, prev))
+    return re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges) + "]")
+
+
+def _code(match: re.Match) -> str:
+    point = ord(match.group())
+    return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}" if point < 0x10000 else f"\\U{point:08x}"
+
+
+def printable(text: str) -> str:
+    """Строка для терминала и CSV: управляющие и невидимые символы — кодами.
+
+    Пример: ``printable("a\\x1b[2Jb\\u202ec")`` → ``'a\\\\x1b[2Jb\\\\u202ec'``.
+    """
+    return _hidden().sub(_code, str(text))
+
+
+def shown(text: str, colours: bool = True) -> str:
+    """Текст для отзыва (HTML): как ``printable``, но ``\\r`` (в HTML это пробел) и, если ``colours``, цвета ANSI
+    (``ESC[…m`` — nbconvert рисует их в выводах сам) остаются.
+
+    Пример: ``shown("\\x1b[31mошибка\\x1b[0m\\u202e")`` → ``'\\x1b[31mошибка\\x1b[0m\\\\u202e'``.
+    """
+    text = str(text)
+    parts, last = [], 0
+    for kept in (_KEEP_OUTPUT if colours else _KEEP_TEXT).finditer(text):
+        parts += [printable(text[last:kept.start()]), kept.group()]
+        last = kept.end()
+    parts.append(printable(text[last:]))
+    return "".join(parts)
 
 
 def scripts(word: str) -> set[str]:

@@ -20,6 +20,10 @@
    предложении, затем короче ответы (меньше цитат), затем осторожнее (больший квантиль, большая
    доля), затем меньше k. Затем при выбранных настройках — квантиль вторых ворот (``EVIDENCE_GRID``) и доля
    второго предложения ответа от лучшего (``RUNNER_GRID``) по тому же правилу.
+1б. **e5**: hit@3 и MRR на dev и test для hash, hash96, navec, BM25, гибрида hash + BM25, обученной модели e5
+   (``E5Embedder``) и гибрида e5 + BM25 — на индексах демо-корпуса с заголовками чанков; цена e5 против hash
+   (построение индекса, один запрос) в том же прогоне. ``--write-measured`` записывает dev-числа в
+   ``src/minirag/demo/measured.json``: по ним командная строка печатает справку и выбирает метод поиска.
 3. **Итог** через командную строку (``python -m minirag index`` и ``ask``) на test-корпусе, на
    котором ничего не подбиралось: ``benchmarks/ask_corpora/volna`` — документы вымышленного спорткомплекса
    «Волна» (Markdown, текст, HTML; таблицы, списки, вопросы и ответы), которые вместе с вопросами к ним написал
@@ -30,7 +34,8 @@
    код которых берётся из git. Печатаются факт в ответе и факт в первом предложении ответа.
 
 Запуск из корня репозитория: ``python benchmarks/bench_ask.py`` (``--skip-baseline`` — без
-прежних версий, ``--only final`` — только итог). Код выхода 1, если умолчания библиотеки не
+прежних версий, ``--only final`` — только итог, ``--only e5 --write-measured`` — часть 1б и её dev-числа в
+``src/minirag/demo/measured.json``). Код выхода 1, если умолчания библиотеки не
 совпали с выбранными на dev или итог на test не достиг цели (факт в ≥ 80 % ответов, отказ на
 всех вопросах не о корпусе).
 """
@@ -211,6 +216,60 @@ def retrieval_table() -> list[dict]:
 def best_retrieval(rows: list[dict]) -> dict:
     """Наибольший hit@3 на dev, затем MRR на dev, затем меньшая размерность, затем без заголовков (проще)."""
     return max(rows, key=lambda r: (round(r["dev_hit3"], 6), round(r["dev_mrr"], 6), -r["dim"], not r["headers"]))
+
+
+# ---------- 1б. обученная модель e5 и числа справки командной строки ----------
+MEASURED = ROOT / "src" / "minirag" / "demo" / "measured.json"  # его читает python -m minirag (справка, умолчания)
+# системы, которые сравнивает справка: имя → (эмбеддер командной строки, метод); BM25 и гибрид — на индексе того
+# эмбеддера (BM25 токенизирует основами, как hash по умолчанию и E5Embedder)
+SYSTEMS = {"hash": ("hash", "cosine"), "hash96": ("hash96", "cosine"), "navec": ("navec", "cosine"),
+           "bm25": ("hash", "bm25"), "hybrid": ("hash", "hybrid"), "e5": ("e5", "cosine"), "e5+bm25": ("e5", "hybrid")}
+
+
+def system_table(names=tuple(SYSTEMS)) -> tuple[list[dict], dict]:
+    """hit@3 и MRR на dev и test для систем ``SYSTEMS`` (индексы с заголовками чанков, как у ``index``) и время:
+    построение индекса демо-корпуса и поиск всех размеченных запросов, по эмбеддеру; e5 — только если он работает
+    на этой машине."""
+    from minirag import DEMO_DEV, DEMO_DOCS, DEMO_TEST, Index, e5_available, hit_at_k, index_bm25, reciprocal_rank
+    from minirag.__main__ import EMBEDDERS
+
+    names = [n for n in names if SYSTEMS[n][0] != "e5" or e5_available() is None]
+    indexes, seconds = {}, {}
+    for name in dict.fromkeys(SYSTEMS[n][0] for n in names):
+        embedder = EMBEDDERS[name]()
+        embedder.embed(["разогрев"])  # загрузка модели — не часть построения индекса
+        started = time.perf_counter()
+        indexes[name] = Index.build(DEMO_DOCS, embedder, headers=True)
+        build = time.perf_counter() - started
+        queries = [q.text for q in (*DEMO_DEV, *DEMO_TEST)]
+        started = time.perf_counter()
+        for query in queries:
+            indexes[name].search(query, k=3)
+        seconds[name] = {"index": build, "query": (time.perf_counter() - started) / len(queries)}
+    rows = []
+    for name in names:
+        embedder_name, method = SYSTEMS[name]
+        index = indexes[embedder_name]
+        bm25 = index_bm25(index) if method != "cosine" else None
+        row = {"name": name, "embedder": embedder_name, "method": method}
+        for split, labeled in (("dev", DEMO_DEV), ("test", DEMO_TEST)):
+            answerable = [q for q in labeled if q.relevant]
+            ranked = [rank(index, method, bm25, q.text) for q in answerable]
+            row[f"{split}_hit3"] = float(np.mean([hit_at_k(r, q.relevant, 3) for r, q in zip(ranked, answerable)]))
+            row[f"{split}_mrr"] = float(np.mean([reciprocal_rank(r, q.relevant) for r, q in zip(ranked, answerable)]))
+        rows.append(row)
+    return rows, seconds
+
+
+def write_measured(rows: list[dict]) -> Path:
+    """Записать dev-числа систем в ``MEASURED``: их читает командная строка (справка и выбор умолчаний). Test сюда
+    не пишется — по нему ничего не выбирают."""
+    data = {"about": "hit@3 и MRR на DEMO_DEV (вопросы с ответом), индексы демо-корпуса с заголовками чанков; "
+                     "записано python benchmarks/bench_ask.py --only e5 --write-measured, сверяет tests/test_cli.py",
+            "systems": [{key: (round(value, 6) if isinstance(value, float) else value) for key, value in row.items()
+                         if not key.startswith("test_")} for row in rows]}
+    MEASURED.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return MEASURED
 
 
 # ---------- 2. ответ ----------
@@ -419,7 +478,7 @@ def _print_final(label: str, r: dict) -> None:
 def _check_defaults(best_search: dict | None, chosen: dict | None) -> list[str]:
     """Совпадают ли умолчания библиотеки и командной строки с выбранным на dev."""
     from minirag import ExtractiveGenerator
-    from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, DEFAULT_METHOD, EMBEDDERS
+    from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, EMBEDDERS, default_method
     from minirag.calibrate import EVIDENCE_K, EVIDENCE_QUANTILE, QUANTILE
     from minirag.generate import WEIGHTED_COVERAGE, WEIGHTED_RUNNER_UP
 
@@ -427,8 +486,9 @@ def _check_defaults(best_search: dict | None, chosen: dict | None) -> list[str]:
     if best_search is not None:
         default = EMBEDDERS[DEFAULT_EMBEDDER]()
         chosen_search = (best_search["method"], best_search["dim"], best_search["headers"])
-        if chosen_search != (DEFAULT_METHOD, getattr(default, "dim", None), True):
-            failures.append(f"умолчание CLI ({default!r}, {DEFAULT_METHOD}, заголовки чанков) не совпадает с "
+        method = default_method(DEFAULT_EMBEDDER)
+        if chosen_search != (method, getattr(default, "dim", None), True):
+            failures.append(f"умолчание CLI без e5 ({default!r}, {method}, заголовки чанков) не совпадает с "
                             f"выбранным на dev")
     if chosen is not None:
         context = inspect.signature(ExtractiveGenerator).parameters["context"].default
@@ -451,7 +511,9 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", nargs="+", default=list(BASELINES),
                         help="коммиты прежних версий (по умолчанию %(default)s)")
     parser.add_argument("--skip-baseline", action="store_true", help="не мерить прежние версии")
-    parser.add_argument("--only", choices=("retrieval", "answer", "final"), help="только одна часть")
+    parser.add_argument("--only", choices=("retrieval", "e5", "answer", "final"), help="только одна часть")
+    parser.add_argument("--write-measured", action="store_true",
+                        help="записать dev-числа части 1б в src/minirag/demo/measured.json (их читает командная строка)")
     parser.add_argument("--verbose", action="store_true", help="печатать каждый ответ итога")
     args = parser.parse_args(argv)
     from minirag.__main__ import DEV_HIT3
@@ -471,6 +533,26 @@ def main(argv=None) -> int:
               f"MRR {best_search['dev_mrr']:.3f}")
         print(f"В справке CLI: {DEV_HIT3}\n")
     failures = []
+    if args.only in (None, "e5"):
+        print("1б. Обученная модель e5 рядом с hash, navec и BM25: DEMO_DEV и DEMO_TEST, чанки с заголовками\n")
+        systems, seconds = system_table()
+        print(f"{'система':9s} {'эмбеддер':8s} {'метод':7s} {'dev hit@3':>9s} {'dev MRR':>8s} {'test hit@3':>10s} "
+              f"{'test MRR':>9s}")
+        for r in systems:
+            print(f"{r['name']:9s} {r['embedder']:8s} {r['method']:7s} {r['dev_hit3']:9.3f} {r['dev_mrr']:8.3f} "
+                  f"{r['test_hit3']:10.3f} {r['test_mrr']:9.3f}")
+        print()
+        for name, t in seconds.items():
+            print(f"{name:8s}: индекс демо-корпуса {t['index']:.2f} с, запрос {t['query'] * 1000:.1f} мс")
+        if "e5" in seconds:
+            print(f"цена e5 против hash (один прогон): индекс {seconds['e5']['index'] / seconds['hash']['index']:.0f}×, "
+                  f"запрос {seconds['e5']['query'] / seconds['hash']['query']:.0f}×")
+        if args.write_measured:
+            if "e5" not in seconds:
+                failures.append("e5 не работает на этой машине: measured.json не перезаписан (в нём были бы не все системы)")
+            else:
+                print(f"Записано: {write_measured(systems).relative_to(ROOT)}")
+        print()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         if args.only in (None, "answer"):

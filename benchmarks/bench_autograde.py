@@ -25,6 +25,12 @@
 * цена работы на ядре работника, цена главного процесса на работу (запись итога, ноутбука, отзыва
   и строки базы — её он делает один за всех) и оценка на бумаге: 10 000 работ на 8, 32 и 128 ядрах.
 
+``--memory`` меряет память доверенных процессов (главный и работники, вне песочницы): пиковая
+память (VmHWM) при проверке враждебной группы из tests/autograde_class.py (плохие и враждебные
+работы: поток вывода, ответ ядра глубиной 200 000 и из миллиона пустых списков, ответ в 12 МБ,
+ноутбук в 29 МБ…) против честной группы того же размера, в одном прогоне, с одними лимитами
+(цель — не больше 1.5×).
+
 Результат — таблица в stdout и JSON в benchmarks/results/.
 """
 
@@ -35,6 +41,7 @@ import csv
 import json
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -241,6 +248,74 @@ def cluster_suite(args, lab: ac.Lab, works: dict[str, bytes]) -> None:
         "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
 
 
+MEMORY_LIMITS = ["--cell-timeout", "20", "--timeout", "180", "--memory", "512"]
+
+
+def peak_memory(cmd: list[str], cwd: Path) -> dict[str, float]:
+    """Запустить команду и опрашивать до конца пиковую память (VmHWM, МБ) её самой и её прямых потомков-Python
+    (работников пула); песочницы — внуки через bwrap, их память ограничивают лимиты, здесь их нет."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    main_peak = workers_peak = 0
+    while proc.poll() is None:
+        try:
+            children = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        except OSError:
+            children = []
+        for pid in [proc.pid, *children]:
+            try:
+                if b"python" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    continue
+                hwm = int(re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{pid}/status").read_text()).group(1))
+            except (OSError, AttributeError):
+                continue
+            if pid == proc.pid:
+                main_peak = max(main_peak, hwm)
+            else:
+                workers_peak = max(workers_peak, hwm)
+        time.sleep(0.05)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} упал:\n{proc.stderr.read().decode(errors='replace')[-3000:]}")
+    return {"main": main_peak / 1024, "worker": workers_peak / 1024, "max": max(main_peak, workers_peak) / 1024}
+
+
+def memory_suite(lab: ac.Lab) -> None:
+    """Пиковая память проверяющего: враждебная группа против честной того же размера, в одном прогоне."""
+    hostile = {c.student_id: c.files for c in ac.cases(lab, memory_mb=512, cell_timeout=20) + ac.hostile_cases(lab)
+               if not c.honest}
+    honest = make_class(lab, len(hostile))
+    peaks = {}
+    with tempfile.TemporaryDirectory(prefix="bench-autograde-memory-") as tmp:
+        for name, works in (("honest", honest), ("hostile", hostile)):
+            course = ac.course_copy(Path(tmp) / name)
+            folder = Path(tmp) / f"{name}-class"
+            for student, files in works.items():
+                target = folder / student / lab.lab
+                target.mkdir(parents=True, exist_ok=True)
+                for file_name, data in (files.items() if isinstance(files, dict) else
+                                        [(f"{lab.lab}.ipynb", files)]):
+                    (target / file_name).write_bytes(data)
+            start = time.perf_counter()
+            peaks[name] = peak_memory([sys.executable, "-m", "autograde", "grade", lab.lab, "--submissions",
+                                       str(folder), "--course", str(course), "--workers", "2", *MEMORY_LIMITS], ROOT)
+            print(f"{name}: {time.perf_counter() - start:.0f} с, пик {peaks[name]['max']:.0f} МБ", file=sys.stderr)
+    ratio = peaks["hostile"]["max"] / peaks["honest"]["max"]
+    from minirag import plural
+
+    print(f"{plural(len(hostile), 'работа', 'работы', 'работ')} {lab.lab} в каждой группе, grade --workers 2, "
+          f"ядер: {os.cpu_count()}")
+    print(f"{'группа':<12} {'главный, МБ':>12} {'работник, МБ':>13}")
+    for name in ("honest", "hostile"):
+        print(f"{name:<12} {peaks[name]['main']:>12.0f} {peaks[name]['worker']:>13.0f}")
+    print(f"пиковая память проверяющего, враждебная / честная: {ratio:.2f}× (цель ≤ 1.5×) — "
+          f"{'да' if ratio <= 1.5 else 'НЕТ'}")
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "bench_autograde_memory.json").write_text(json.dumps({
+        "submissions": len(hostile), "peak_mb": peaks, "ratio": ratio, "cpu_count": os.cpu_count()},
+        ensure_ascii=False, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=40)
@@ -250,8 +325,13 @@ def main() -> None:
     parser.add_argument("--cluster", metavar="АДРЕС",
                         help="вместо сравнения с nbgrader — пул против grade --cluster АДРЕС (local:2) и отдельный "
                              "планировщик с 1 и 2 работниками; оценка на 10 000 работ")
+    parser.add_argument("--memory", action="store_true",
+                        help="вместо времени — пиковая память проверяющего: враждебная группа против честной")
     args = parser.parse_args()
     lab = ac.Lab()
+    if args.memory:
+        memory_suite(lab)
+        return
     works = make_class(lab, args.students)
     if args.cluster:
         cluster_suite(args, lab, works)

@@ -336,6 +336,40 @@ def hostile_cases(lab: Lab) -> list[Case]:
     out.append(Case("h\u043enest", {name: dumps(lab.notebook())}, "ok", lab.total(), "", "id под чужого слушателя"))
     out.append(Case("nested_600", {name: _nested(600)}, "error", 0.0, "вложен глубже", "JSON глубиной 600"))
     out.append(Case("nested_100000", {name: _nested(100000)}, "error", 0.0, "вложен глубже", "JSON глубиной 100000"))
+    return out + oversized_cases(lab)
+
+
+AFTER_COSINE = ["cosine", "top_k", "chunk_text", "build_prompt", "check_citations", "search", "why_cosine"]
+
+
+def _bridge_reply(payload: str) -> str:
+    """Код слушателя: канал в ядре отвечает судье не JSON-ом значения, а ``payload`` (выражение — строка)."""
+    return ("import json as _json, sys as _sys, types as _types\n"
+            "_bridge = _sys.modules['_autograde_bridge']\n"
+            f"_bridge._json = _types.SimpleNamespace(loads=_json.loads, dumps=lambda reply, **kw: {payload})")
+
+
+def oversized_cases(lab: Lab) -> list[Case]:
+    """Сдачи сверх пределов разбора и приёма: ответ ядра глубиной 200 000 и из миллиона пустых списков,
+    письменный ответ в 12 МБ, ноутбук в 29 МБ. Каждая — одна строка с причиной, без «сбоя проверки»."""
+    name = f"{lab.lab}.ipynb"
+    answer = "Косинус сравнивает направления, а не длины. "
+    out = []
+    nb = lab.add_cell(lab.notebook(), "cosine", _bridge_reply("'[' * 200_000 + ']' * 200_000"))
+    out.append(Case("deep_reply", {name: dumps(nb)}, "killed", lab.total(AFTER_COSINE),
+                    "«cosine_visible»: ответ ядра вложен глубже", "ответ ядра глубиной 200 000"))
+    nb = lab.add_cell(lab.notebook(), "cosine", _bridge_reply(
+        "'{\"value\": {\"list\": [' + ','.join(['{\"list\": []}'] * 1_000_000) + ']}}'"))
+    out.append(Case("million_lists", {name: dumps(nb)}, "killed", lab.total(AFTER_COSINE),
+                    "«cosine_visible»: ответ ядра больше", "ответ ядра из миллиона пустых списков"))
+    huge = dumps(lab.notebook(dict(lab.solutions, why_cosine=answer * (12 * 2**20 // len(answer.encode())))))
+    out.append(Case("huge_answer", {name: huge}, "error", 0.0, "«why_cosine»: ответ длиннее 256 КБ",
+                    "письменный ответ в 12 МБ"))
+    nb = lab.notebook(dict(lab.solutions, why_cosine=answer * (20 * 2**20 // len(answer.encode()))))
+    nb["cells"][lab.index(nb, "setup")]["outputs"] = [
+        {"output_type": "stream", "name": "stdout", "text": "x" * (9 * 2**20)}]
+    out.append(Case("huge_notebook", {name: dumps(nb)}, "error", 0.0, f"ноутбук {name} больше предела 16 МБ",
+                    "ноутбук в 29 МБ"))
     return out
 
 

@@ -3,12 +3,12 @@
 Группа (tests/autograde_class.py) — честные работы, по работе на каждый вид плохой сдачи,
 враждебные работы (скрипты в метаданных, выводах и markdown, поток вывода и ошибок, диск,
 связка ключей ядра, дескрипторы, длинные и управляющие символы в именах, JSON глубиной 600 и
-100 000) и попытки поднять себе балл изнутри ядра (AST-трансформер, подмена np.allclose и
+100 000, ответ ядра глубиной 200 000 и из миллиона пустых списков, ответ в 12 МБ, ноутбук в 29 МБ) и попытки поднять себе балл изнутри ядра (AST-трансформер, подмена np.allclose и
 builtins, подсматривание в стек, JPY_SESSION_NAME, перехват кода ячеек, объект с ``__eq__``).
 Группа проверяется один раз на модуль (2 работника) в копии каталога курса; дальше тесты читают
 CSV, отзывы, проверенные ноутбуки и базу оценок. Отдельно: повтор, перепроверка одного, kill -9,
-zip LMS с битыми записями, память проверяющего под потоком вывода, режим без root, formgrader и
-отзывы в headless Chromium.
+zip LMS с битыми записями, память проверяющего под потоком вывода и на сдачах сверх пределов, те же
+итоги под нагрузкой процессора, режим без root, formgrader и отзывы в headless Chromium.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import autograde_class as ac
 import pytest
-from grading import LIMITS, ROOT, cli, formgrader, read_csv, sandbox_problem, snapshot, wait_no_sandbox
+from grading import CELL_TIMEOUT, LIMITS, ROOT, cli, formgrader, read_csv, sandbox_problem, snapshot, wait_no_sandbox
 
 LAB = ac.LAB
 SANDBOX_PROBLEM = sandbox_problem()
@@ -38,6 +38,7 @@ pytestmark = [
     pytest.mark.skipif(SANDBOX_PROBLEM is not None, reason=f"нет песочницы: {SANDBOX_PROBLEM}"),
 ]
 HOSTILE_PAGES = ["meta_script", "image_onerror", "html_outputs", "markdown_xss"]
+GRADER_MEMORY_MB = 400  # бюджет памяти проверяющего (главный процесс и работник) на любую работу — README
 
 
 @pytest.fixture(scope="module")
@@ -497,6 +498,75 @@ def _peak_memory_mb(proc: subprocess.Popen) -> float:
                 continue
         time.sleep(0.05)
     return peak / 1024
+
+
+def _grade_peak(course: Path, submissions: Path, *options: str) -> float:
+    """``grade`` группы; вернуть пиковую память проверяющего (главный процесс и работники), МБ."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    proc = subprocess.Popen([sys.executable, "-m", "autograde", "grade", LAB, "--submissions", str(submissions),
+                             "--course", str(course), *options, *LIMITS], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = _peak_memory_mb(proc)
+    assert proc.wait() == 0
+    return peak
+
+
+def test_oversized_replies_and_notebooks_cost_one_cached_row_each(lab, tmp_path):
+    """Ответ ядра глубиной 200 000 и из миллиона пустых списков, ответ в 12 МБ, ноутбук в 29 МБ: по строке с
+    причиной, которая называет работу (не «сбой проверки»), итог кэшируется, память проверяющего — в бюджете
+    README, соседняя честная работа не задета."""
+    from autograde.notebook import MAX_FILE
+
+    course = ac.course_copy(tmp_path / "course")
+    cases = ac.oversized_cases(lab) + [ac.Case("full", {f"{LAB}.ipynb": ac.dumps(lab.notebook())}, "ok", 33, "",
+                                               "полное решение", True)]
+    assert len(cases[-2].files[f"{LAB}.ipynb"]) > MAX_FILE
+    submissions = ac.write_class(tmp_path / "class", cases)
+    peak = _grade_peak(course, submissions, "--workers", "2")
+    rows = read_csv(course / "autograde" / "grades" / f"{LAB}.csv")
+    for case in cases:
+        row = rows[case.student_id]
+        assert (row["status"], float(row["score"])) == (case.status, case.score), row
+        assert case.message in row["message"] and "не вина работы" not in row["message"], row
+    assert peak < GRADER_MEMORY_MB, f"пиковая память проверки {peak:.0f} МБ"
+    result = cli("grade", LAB, "--submissions", submissions, "--course", course, *LIMITS)
+    assert result.returncode == 0 and "В этом запуске проверено: 0" in result.stdout, result.stdout[-2000:]
+
+
+def test_verdicts_do_not_depend_on_the_machines_load(lab, tmp_path):
+    """Поток вывода, fork-бомба и бомба памяти останавливаются по байтам и лимитам, а не по загрузке: те же
+    строки и тот же вывод в проверенном ноутбуке без нагрузки (один работник) и под двумя занятыми ядрами (два)."""
+    course = ac.course_copy(tmp_path / "course")
+    chosen = ("output_flood", "one_huge_print", "fork_bomb", "memory_bomb")
+    cases = [c for c in ac.cases(lab, memory_mb=512, cell_timeout=CELL_TIMEOUT) if c.student_id in chosen]
+    submissions = ac.write_class(tmp_path / "class", cases)
+    grades = course / "autograde" / "grades" / f"{LAB}.csv"
+
+    def printed() -> dict:
+        return {sid: [o.get("text") for c in _graded(course, sid)["cells"] for o in c.get("outputs", [])]
+                for sid in chosen}
+
+    result = cli("grade", LAB, "--submissions", submissions, "--course", course, "--workers", "1", *LIMITS)
+    assert result.returncode == 0, result.stderr[-2000:]
+    quiet, quiet_out = read_csv(grades), printed()
+    for case in cases:
+        assert (quiet[case.student_id]["status"], case.message in quiet[case.student_id]["message"]) == (case.status, True)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True:\n    pass"]) for _ in range(2)]
+    try:
+        result = cli("grade", LAB, "--submissions", submissions, "--course", course, "--workers", "2", "--force",
+                     *LIMITS)
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert read_csv(grades) == quiet
+    assert printed() == quiet_out
+
+
+def _graded(course: Path, student_id: str) -> dict:
+    path = course / "autograde" / "autograded" / key(student_id) / LAB / f"{LAB}.ipynb"
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def test_output_flood_stays_within_the_graders_memory_bound(lab, tmp_path):

@@ -101,7 +101,67 @@ def test_every_chapter_starts_with_a_quiet_setup_step_that_installs_the_course_f
     assert f'"git+{repository_url()}"' in source, f"{page}: ставить библиотеку нужно из репозитория книги"
     chapter = "".join("".join(c["source"]) for c in json.loads((ROOT / f"{page}.ipynb").read_text())["cells"][1:])
     if "NavecEmbedder" in chapter:
-        assert "minirag[navec]" in source, f"{page}: глава берёт NavecEmbedder — поставь minirag[navec]"
+        assert re.search(r"minirag\[[^\]]*\bnavec\b", source), f"{page}: глава берёт NavecEmbedder — поставь minirag[navec]"
+    if "E5Embedder" in chapter:
+        assert re.search(r"minirag\[[^\]]*\be5\b", source), f"{page}: глава берёт E5Embedder — поставь minirag[e5]"
+
+
+def _chapters_of(header: str) -> set[int]:
+    """Главы из шапки лабораторной: «К главам 1–4 и 6 книги» → {1, 2, 3, 4, 6}; «К главе 8» → {8}."""
+    found = re.search(r"К глав[аеы]м? ([\d–, и]+?) книги", header)
+    assert found, f"в шапке лабораторной нет «К главе(ам) … книги»: {header[:200]!r}"
+    chapters: set[int] = set()
+    for part in re.split(r",\s*|\s+и\s+", found.group(1).strip()):
+        first, _, last = part.partition("–")
+        chapters |= set(range(int(first), int(last or first) + 1))
+    return chapters
+
+
+def test_intro_names_all_labs_with_the_chapters_their_headers_give_and_the_stub_they_use():
+    intro = "\n".join(cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+                      for cell in json.loads((ROOT / "book/00_intro.ipynb").read_text(encoding="utf-8"))["cells"])
+    labs = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir() and p.name.startswith("lab"))
+    want: dict[int, set[int]] = {}  # глава → номера лабораторных к ней
+    for number, lab in enumerate(labs, start=1):
+        assert f"{{ref}}`{lab}`" in intro, f"введение не называет лабораторную {lab}"
+        notebook = json.loads((ROOT / "solutions" / lab / f"{lab}.ipynb").read_text(encoding="utf-8"))
+        for chapter in _chapters_of("".join(notebook["cells"][0]["source"])):
+            want.setdefault(chapter, set()).add(number)
+    rows = dict(re.findall(r"^\| \{doc\}`(\d\d)_\w+` \|.*\| ([\d, —]+) \|$", intro, re.MULTILINE))
+    assert rows, "во введении нет таблицы «глава | о чём | лабораторная»"
+    got = {int(chapter): {int(n) for n in re.findall(r"\d+", labs_cell)} for chapter, labs_cell in rows.items()}
+    assert got == {chapter: want.get(chapter, set()) for chapter in got}, "таблица глав во введении расходится с шапками лабораторных"
+    stub = re.search(r'code_stub = \{"python": "([^\\"]+)', (ROOT / "nbgrader_config.py").read_text(encoding="utf-8"))
+    assert stub and f"`{stub.group(1)}`" in intro, f"введение должно называть метку места для кода из nbgrader_config: {stub}"
+
+
+# «`python -m minirag ask "вопрос" --k 3` ответил цитатой» или «… отказал» в вопросах «Проверь себя»
+_ASK_CLAIM_RE = re.compile(r'`python -m minirag ask "([^"`]+)"((?: --[\w-]+ [^\s`]+)*)`\s+(ответил цитатой|отказал)')
+
+
+def test_every_self_check_about_ask_says_what_the_command_prints(tmp_path):
+    """Вопрос «Проверь себя» о команде ask не спорит с тем, что она печатает: её запускают, как написано."""
+    from minirag import REFUSAL
+
+    claims = []
+    for page in chapter_notebooks():
+        cells = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        if "## Проверь себя" in text:
+            claims += [(page, *found) for found in _ASK_CLAIM_RE.findall(text.split("## Проверь себя", 1)[1])]
+    assert claims, "ни один вопрос «Проверь себя» не называет команду ask — поменялась форма вопроса?"
+    for page, question, options, claim in claims:
+        run = subprocess.run([sys.executable, "-m", "minirag", "ask", question, *options.split()], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, f"{page}: ask {question!r}{options} упал: {run.stderr[-500:]}"
+        answer = run.stdout.split("Ответ", 1)[1].split("\n\n", 1)[0]
+        refused = REFUSAL in answer
+        if claim == "отказал":
+            assert refused, f"{page}: «Проверь себя» говорит, что ask {question!r}{options} отказал, а он ответил:{answer}"
+        else:
+            assert not refused and "Цитаты в порядке: источники" in run.stdout, (
+                f"{page}: «Проверь себя» говорит, что ask {question!r}{options} ответил цитатой, а он напечатал:\n"
+                f"{run.stdout[:1500]}")
 
 
 @pytest.mark.slow
@@ -260,6 +320,19 @@ def test_no_raw_traceback_on_any_page(built_book):
             text = output.get_text()
             found = [m.group(0) for m in markers.finditer(text)]
             assert not found, f"{page}: в выводе сырая трассировка или путь машины сборки ({found[0]!r}):\n{text[:400]}"
+
+
+@pytest.mark.slow
+def test_no_temporary_folder_path_in_any_output(built_book):
+    # путь временной папки сборки (/tmp/tmpabc123/…, C:\\…\\Temp\\…) читателю ничего не говорит: в главе он меняется
+    # при каждой сборке, а в терминале у читателя его нет
+    temporary = re.compile(r"(?:/tmp/|/var/folders/|\\Temp\\)\S*|\btmp[a-z0-9_]{6,}\b")
+    for page in toc_files():
+        soup = page_soup(built_book, page)
+        for output in soup.select(".cell_output, .output"):
+            text = output.get_text()
+            found = temporary.search(text)
+            assert not found, f"{page}: в выводе путь временной папки {found.group(0)!r}:\n{text[:400]}"
 
 
 @pytest.mark.slow

@@ -58,6 +58,10 @@ def test_check_citations_reports_unknown_numbers_and_uncited_sentences():
 
 def test_a_citation_after_the_period_belongs_to_its_sentence():
     assert check_citations("Отпуск длится 28 дней. [1]", HITS).ok
+    # глава 6: оторванная ссылка посреди ответа — у предложения до неё, а следующее предложение без ссылки
+    cited_then_uncited = check_citations("Отпуск длится 28 дней. [1] Его можно перенести.", HITS)
+    assert cited_then_uncited.uncited_sentences == ("Его можно перенести.",)
+    assert check_citations("Отпуск длится 28 дней. [1] Его можно перенести. [2]", HITS).ok
 
 
 def test_an_honest_refusal_passes_and_an_empty_answer_does_not():

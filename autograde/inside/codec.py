@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import math
+import re
 
 try:
     import numpy as np
@@ -30,12 +32,77 @@ except ImportError:  # pragma: no cover — в курсе numpy есть все�
     np = None
 
 MAX_DEPTH = 64
-MAX_NODES = 2_000_000
+MAX_NODES = 100_000
+# Кадр канала в JSON: уровень значения — до трёх уровней JSON (тег, список, пара словаря), значение — до трёх
+# значений JSON; так любой ответ, который честно собрал Encoder, проходит, а разбор кадра стоит десятки МБ, не сотни
+FRAME_DEPTH = 3 * MAX_DEPTH + 8
+FRAME_NODES = 3 * MAX_NODES
 NUMERIC_KINDS = "biufc"  # bool, int, uint, float, complex
 
 
 class CodecError(ValueError):
     """Значение нельзя передать через канал: сообщение — причина по-русски."""
+
+
+class LimitError(ValueError):
+    """Чужой JSON больше лимита (размер, вложенность, число значений) — его не разбирали.
+
+    ``kind`` — что превышено (``bytes``, ``depth``, ``nodes``), ``limit`` — предел; сообщение — по-русски.
+    """
+
+    def __init__(self, kind: str, limit: int, message: str):
+        super().__init__(message)
+        self.kind, self.limit = kind, limit
+
+
+# строка JSON целиком (с экранированием) или одна структурная литера (группа 1); строки пропускаются движком re
+# и не копируются: у строки группа 1 пуста
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|([\[\]{},])')
+
+
+def _plural(n: int, one: str, few: str, many: str) -> str:
+    n = abs(n) % 100
+    if 10 < n < 20:
+        return many
+    return one if n % 10 == 1 else few if 2 <= n % 10 <= 4 else many
+
+
+def scan(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+    """Проверить сырой JSON до разбора, без рекурсии: не длиннее ``max_bytes``, не глубже ``max_depth``,
+    не больше ``max_nodes`` значений (элементов списков и словарей). Иначе — ``LimitError``.
+
+    Разбор (``json.loads``) рекурсивен и строит каждое значение в памяти: список из 200 000 «[»
+    роняет его с RecursionError, миллион пустых списков стоит сотни мегабайт. Поэтому сначала —
+    этот счёт по байтам: строки пропускаются целиком, скобки и запятые считаются; работа
+    останавливается на первой литере сверх лимита, так что и сам счёт ограничен.
+    """
+    if len(data) > max_bytes:
+        raise LimitError("bytes", max_bytes, f"больше {max_bytes // 1024} КБ ({len(data) // 1024} КБ)")
+    depth = nodes = tokens = 0
+    for match in _TOKENS.finditer(data):
+        token = match.group(1)
+        tokens += 1
+        if token in (b"[", b"{"):
+            depth += 1
+            nodes += 1
+            if depth > max_depth:
+                raise LimitError("depth", max_depth, f"вложен глубже {max_depth} "
+                                                     f"{_plural(max_depth, 'уровня', 'уровней', 'уровней')}")
+        elif token in (b"]", b"}"):
+            depth -= 1
+            if depth < 0:
+                return  # лишняя закрывающая скобка: это не JSON, скажет json.loads
+        elif token == b",":
+            nodes += 1
+        if nodes > max_nodes or tokens > 4 * max_nodes + 16:  # строк в JSON не больше двух на значение
+            raise LimitError("nodes", max_nodes, f"больше {max_nodes:,} ".replace(",", " ")
+                             + _plural(max_nodes, "значения", "значений", "значений"))
+
+
+def loads(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES):
+    """``json.loads`` после ``scan``: чужой JSON разбирается, только если он в пределах лимитов."""
+    scan(data, max_bytes, max_depth, max_nodes)
+    return json.loads(data)
 
 
 def _type_name(value) -> str:

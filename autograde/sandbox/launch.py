@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .policy import (
@@ -84,6 +85,8 @@ def _start_sandboxed(program, files, workdir_name, limits, slot, exclude, hide_r
     uid = None
     if os.geteuid() == 0:  # свой uid на каждую песочницу слота: у ядра и судьи — разные
         uid = UID_BASE + ((os.getpid() % 4096) * 64 + (slot % 32) * 2 + (program == "judge")) % 0x0FFFFFFF
+    if uid is not None:
+        reap(uid)
     connection = _connection(f"{RUN}/k") if program == "kernel" else None
     fds = {"info": None, "seccomp": _pipe_with(seccomp_program()), "reference_stub": _pipe_with(NO_REFERENCE.encode())}
     info_r, info_w = os.pipe()
@@ -134,6 +137,39 @@ def _start_sandboxed(program, files, workdir_name, limits, slot, exclude, hide_r
         process.connection_info = dict(connection, ip=f"/proc/{child_pid}/root{RUN}/k")
         process.bridge_inside, process.bridge_host = f"{RUN}/bridge", f"/proc/{child_pid}/root{RUN}/bridge"
     return process
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def reap(uid: int, grace: float = 5.0) -> None:
+    """Перед запуском в слоте: дождаться, пока уйдут процессы прошлой песочницы с тем же uid, добить оставшиеся.
+
+    Убитая песочница (поток вывода, fork-бомба, память) исчезает не мгновенно: её процессы ещё
+    умирают, а RLIMIT_NPROC считает их на uid слота — и следующей работе в слоте досталось бы
+    меньше процессов и потоков, тем меньше, чем сильнее загружена машина. Так итог зависел бы
+    от нагрузки; после ``reap`` каждая работа начинает с пустого uid.
+    """
+    deadline = time.monotonic() + grace
+    while (left := _processes_of(uid)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace
+    while _processes_of(uid) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def _start_plain(program, files, workdir_name, limits, kernel_args, extra_env) -> Process:

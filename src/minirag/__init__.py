@@ -15,7 +15,8 @@ from .calibrate import Calibration, calibrate, unrelated_scores
 from .chunk import chunk_spans, chunk_text
 from .chunkers import TableChunk, code_chunks, semantic_chunks, table_chunks
 from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, Corpus, load_corpus
-from .embed import Embedder, HashEmbedder
+from .e5 import E5Embedder, e5_available
+from .embed import Embedder, HashEmbedder, embed_documents, embed_queries
 from .errors import EmbedderMismatchError, MiniRagError
 from .evaluate import (
     EvaluationReport,
@@ -52,6 +53,7 @@ __all__ = [
     "Document", "Chunk", "Hit", "LabeledQuery", "renumber", "MiniRagError", "EmbedderMismatchError",
     # главы 1–2: текст → токены → вектор, косинус
     "tokenize", "split_sentences", "Embedder", "HashEmbedder", "NavecEmbedder", "navec_path",
+    "E5Embedder", "e5_available", "embed_queries", "embed_documents",
     "l2_normalize", "cosine",
     # главы 3–5: порог и top-k, чанкинг, индекс и поиск
     "top_k", "SCORE_TOLERANCE", "chunk_text", "chunk_spans", "Index",

@@ -27,13 +27,36 @@ class Embedder(Protocol):
 
     ``embed(texts)`` возвращает матрицу n×dim со строками единичной длины (или нулевыми),
     ``fingerprint`` — строка, однозначно описывающая пространство векторов: индекс
-    запоминает её и отказывается искать запросами из другого пространства.
+    запоминает её и отказывается искать запросами из другого пространства. Эмбеддер с ролями
+    добавляет ``embed_queries`` и ``embed_documents`` (их зовут ``embed_queries``/``embed_documents``
+    этого модуля); без них обе роли — ``embed``.
     Пример: ``HashEmbedder().embed(["кошка"]).shape`` → ``(1, 96)``. Глава 1. Эмбеддинги.
     """
 
     fingerprint: str
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Векторы вопросов: ``embedder.embed_queries(texts)``, если у эмбеддера есть роль вопроса, иначе ``embed``.
+
+    Обученные на парах «вопрос — отрывок» модели (e5) эмбеддят вопрос и документ по-разному
+    (``E5Embedder``); у hash и navec роли одинаковы, и им хватает одного ``embed``. Так зовут
+    эмбеддер индекс и генератор. Пример: ``embed_queries(HashEmbedder(), ["кошка"]).shape`` → ``(1, 96)``.
+    Глава 8. Где hash-эмбеддер ломается.
+    """
+    method = getattr(embedder, "embed_queries", None)
+    return method(texts) if method is not None else embedder.embed(texts)
+
+
+def embed_documents(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Векторы документов и чанков: ``embedder.embed_documents(texts)``, если есть, иначе ``embed``.
+
+    Пример: ``embed_documents(HashEmbedder(), ["кошка"]).shape`` → ``(1, 96)``. Глава 8. Где hash-эмбеддер ломается.
+    """
+    method = getattr(embedder, "embed_documents", None)
+    return method(texts) if method is not None else embedder.embed(texts)
 
 
 def hash_features(feature: str, dim: int) -> tuple[tuple[int, ...], tuple[float, ...]]:

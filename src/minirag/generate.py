@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .embed import Embedder
+from .embed import Embedder, embed_documents, embed_queries
 from .errors import MiniRagError
 from .prompt import CITATION_RE, REFUSAL, CitationReport, build_prompt, check_citations, parse_sources
 from .sentences import about_code, candidate_sentences, expects_number, has_number, match, question_terms
@@ -134,8 +134,9 @@ class ExtractiveGenerator:
             return REFUSAL
         closeness = [0.0] * len(found)
         if self.embedder is not None:
-            vectors = np.asarray(self.embedder.embed([query, *(s for _, s, _ in found)]), dtype=np.float64)
-            closeness = list(vectors[1:] @ vectors[0])
+            question = np.asarray(embed_queries(self.embedder, [query]), dtype=np.float64)[0]
+            vectors = np.asarray(embed_documents(self.embedder, [s for _, s, _ in found]), dtype=np.float64)
+            closeness = list(vectors @ question)
         number = expects_number(query)  # на «сколько…» отвечает предложение с числом: такие — первыми
         order = sorted(range(len(found)), key=lambda i: (-(number and has_number(found[i][1])),
                                                          -round(found[i][2].score, 6), -closeness[i], i))

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import store
 from .chunk import chunk_text
-from .embed import Embedder, HashEmbedder
+from .embed import Embedder, HashEmbedder, embed_documents, embed_queries
 from .errors import EmbedderMismatchError, MiniRagError
 from .sentences import headings
 from .topk import SCORE_TOLERANCE, top_k  # noqa: F401 — SCORE_TOLERANCE: старое место, читают его и отсюда
@@ -101,12 +101,13 @@ class Index:
 
     @staticmethod
     def _embed_batches(embedder: Embedder, texts: list[str], progress: bool) -> np.ndarray:
-        batches = range(0, len(texts), _EMBED_BATCH)
+        size = getattr(embedder, "batch_size", _EMBED_BATCH)  # медленной модели — пачки поменьше: полоса движется
+        batches = range(0, len(texts), size)
         if progress:
             from tqdm.auto import tqdm
 
             batches = tqdm(batches, desc="Эмбеддинг чанков", unit="пачка")
-        parts = [np.asarray(embedder.embed(texts[i : i + _EMBED_BATCH]), dtype=np.float32) for i in batches]
+        parts = [np.asarray(embed_documents(embedder, texts[i : i + size]), dtype=np.float32) for i in batches]
         matrix = np.concatenate(parts)
         if matrix.ndim != 2 or matrix.shape[0] != len(texts):
             raise MiniRagError(f"Эмбеддер вернул матрицу формы {matrix.shape}, а ждали ({len(texts)}, dim).")
@@ -190,7 +191,7 @@ class Index:
             )
         for i, query in enumerate(queries):
             require_text(query, "Запрос" if len(queries) == 1 else f"Запрос №{i}")
-        vectors = np.asarray(self.embedder.embed(list(queries)), dtype=np.float32)
+        vectors = np.asarray(embed_queries(self.embedder, list(queries)), dtype=np.float32)
         if vectors.shape != (len(queries), self._matrix.shape[1]):
             raise EmbedderMismatchError(
                 f"Эмбеддер вернул векторы формы {vectors.shape}, а в индексе dim={self._matrix.shape[1]}."

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .text import whole_sentences
+from .text import CITATION_RE, whole_sentences
 from .types import Hit
 from .validate import require_hits, require_text
 
@@ -34,8 +34,6 @@ _CONTEXT, _QUESTION, _ANSWER, _SOURCE_SEP = "\n\nКонтекст:\n", "\n\nВо
 _NOTHING_FOUND = "(поиск ничего не нашёл)"
 # Заголовок источника: «[n] title (doc_id, чанк chunk_id)», текст чанка — со следующей строки.
 _SOURCE_RE = re.compile(r"^\[(\d+)\] (.*) \(.*, чанк \d+\)$", re.MULTILINE)
-CITATION_RE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")  # ссылка [1] или [2, 3]
-_ONLY_CITATIONS_RE = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\])+\s*[.!?…]?$")
 
 
 def build_prompt(query: str, hits: Sequence[Hit]) -> str:
@@ -119,22 +117,11 @@ class CitationReport:
         return "Цитаты не проходят проверку: " + ", ".join(problems) + "."
 
 
-def _claims(answer: str) -> list[str]:
-    """Предложения ответа (``whole_sentences``: «см.» и «доб.» их не кончают); ссылка, оторванная точкой
-    («… дней. [1]»), приклеивается к предыдущему."""
-    claims: list[str] = []
-    for sentence in whole_sentences(answer):
-        if claims and _ONLY_CITATIONS_RE.match(sentence):
-            claims[-1] = f"{claims[-1]} {sentence}"
-        else:
-            claims.append(sentence)
-    return claims
-
-
 def check_citations(answer: str, hits: Sequence[Hit]) -> CitationReport:
     """Проверить ответ: каждый номер есть среди источников, у каждого утверждения есть ссылка.
 
-    Честный отказ (фраза ``REFUSAL`` без других утверждений) проходит проверку.
+    Утверждения — предложения ответа (``whole_sentences``): ссылка, оторванная точкой («… дней. [1]»),
+    принадлежит предложению до неё. Честный отказ (фраза ``REFUSAL`` без других утверждений) проходит проверку.
     Пример: ``check_citations("Отпуск 28 дней [7].", hits[:3]).unknown`` → ``(7,)``.
     Глава 6. Промпт и цитаты.
     """
@@ -143,7 +130,7 @@ def check_citations(answer: str, hits: Sequence[Hit]) -> CitationReport:
     cited = parse_citations(answer)
     unknown = tuple(sorted({n for n in cited if not 1 <= n <= len(hits)}))
     refusal_core = REFUSAL.rstrip(".").lower()
-    claims = [c for c in _claims(answer) if c.rstrip(".!…").strip().lower() != refusal_core]
+    claims = [c for c in whole_sentences(answer) if c.rstrip(".!…").strip().lower() != refusal_core]
     refusal = refusal_core in answer.lower() and not claims
     uncited = tuple(c for c in claims if not CITATION_RE.search(c))
     ok = not unknown and not uncited and (bool(claims) or refusal)
