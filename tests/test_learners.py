@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import queue
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -82,16 +83,23 @@ def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
     from autograde.check import check
     from autograde.course import safe_key
 
-    def one(numbered):
-        number, learner = numbered
+    slots = queue.Queue()
+    for slot in (1, 2):
+        slots.put(slot)
+
+    def one(learner):
         folder = graded.tmp / "check" / learner.name / learner.lab
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{learner.lab}.ipynb"
         path.write_bytes(notebook(learner))
-        return learner, check(path, graded.course, slot=1 + number % 2)  # свой uid песочницы у каждого потока
+        slot = slots.get()  # слот занят, пока идёт проверка: у двух потоков одновременно — разные uid песочницы
+        try:
+            return learner, check(path, graded.course, slot=slot)
+        finally:
+            slots.put(slot)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        reports = list(pool.map(one, enumerate(ALL)))
+        reports = list(pool.map(one, ALL))
     differ = []
     for learner, report in reports:
         cells = {c["grade_id"]: c for c in
