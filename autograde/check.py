@@ -107,7 +107,7 @@ def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
     sandboxed = problem is None
     lab = course.lab(lab_name)
     ctx = Context(master, course.settings.limits, sandboxed, course.settings.kernel_args, lab.release_files(),
-                  course.secrets(), hide_reference=False)
+                  course.secrets(), hide_reference=lab.hide_reference)
     outcome = grade(Task("self", "self", "", notebook.read_bytes()), ctx, slot)
     report = Report(notebook, sandboxed=sandboxed, sandbox_problem=problem or "")
     result = outcome.result

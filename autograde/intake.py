@@ -49,7 +49,8 @@ def _junk(parts) -> bool:
     return any(p in JUNK_DIRS or p in JUNK or p.startswith(".") for p in parts)
 
 
-def _choose(sub: Submission, lab: str, files: dict[str, int], read, lms: bool = False) -> str | None:
+def _choose(sub: Submission, lab: str, files: dict[str, int], read, lms: bool = False,
+            given: frozenset[str] = frozenset()) -> str | None:
     """Выбрать ноутбук среди файлов сдачи (имя → размер), прочитать его и записать замечания."""
     expected = f"{lab}.ipynb"
     notebooks = sorted(n for n in files if n.lower().endswith(".ipynb"))
@@ -63,7 +64,9 @@ def _choose(sub: Submission, lab: str, files: dict[str, int], read, lms: bool = 
         return None
     if Path(chosen).name != expected and not (lms and lab in Path(chosen).name):
         sub.notes.append(f"ноутбук называется {Path(chosen).name}, а не {expected}: проверен он")
-    extra = sorted(n for n in files if n != chosen and Path(n).name not in SERVICE_FILES)
+    # файлы задания (labkit.py, данные), выданные рядом с ноутбуком, — не «лишние»: их и ждём в папке
+    extra = sorted(n for n in files if n != chosen and Path(n).name not in SERVICE_FILES
+             and n not in given and Path(n).name not in given)
     if extra:
         shown = ", ".join(extra[:5]) + (f" и ещё {len(extra) - 5}" if len(extra) > 5 else "")
         sub.notes.append(f"лишние файлы не проверяются: {shown}")
@@ -93,7 +96,7 @@ def _read_head(path: Path) -> bytes:
         return f.read(MAX_NOTEBOOK + 1)
 
 
-def from_folder(path: Path, lab: str) -> tuple[list[Submission], list[str]]:
+def from_folder(path: Path, lab: str, given: frozenset[str] = frozenset()) -> tuple[list[Submission], list[str]]:
     """Сдачи из папки ``<student_id>/<lab>/...``; второй результат — предупреждения о пропущенном."""
     subs, warnings = [], []
     for entry in sorted(path.iterdir(), key=lambda p: p.name):
@@ -123,7 +126,7 @@ def from_folder(path: Path, lab: str) -> tuple[list[Submission], list[str]]:
                 files[str(rel)] = file.stat().st_size
         if skipped:
             sub.notes.append(f"символические ссылки не читаются: {', '.join(skipped[:5])}")
-        chosen = _choose(sub, lab, files, lambda name, folder=folder: _read_head(folder / name))
+        chosen = _choose(sub, lab, files, lambda name, folder=folder: _read_head(folder / name), given=given)
         if chosen is not None:
             sub.source = str(folder / chosen)
             sub.submitted_at = datetime.fromtimestamp((folder / chosen).stat().st_mtime, timezone.utc)
@@ -138,7 +141,8 @@ def _zip_time(info: zipfile.ZipInfo) -> datetime | None:
         return None
 
 
-def from_zip(path: Path, lab: str, pattern: str = DEFAULT_ID_PATTERN) -> tuple[list[Submission], list[str]]:
+def from_zip(path: Path, lab: str, pattern: str = DEFAULT_ID_PATTERN,
+             given: frozenset[str] = frozenset()) -> tuple[list[Submission], list[str]]:
     """Сдачи из архива LMS: id слушателя — из пути файла по ``pattern``."""
     regex = re.compile(pattern)
     warnings = []
@@ -171,7 +175,7 @@ def from_zip(path: Path, lab: str, pattern: str = DEFAULT_ID_PATTERN) -> tuple[l
                 with archive.open(infos[name]) as f:
                     return f.read(MAX_NOTEBOOK + 1)
 
-            chosen = _choose(sub, lab, {n: i.file_size for n, i in infos.items()}, read, lms=True)
+            chosen = _choose(sub, lab, {n: i.file_size for n, i in infos.items()}, read, lms=True, given=given)
             if chosen is not None:
                 sub.source = f"{path.name}:{chosen}"
                 sub.submitted_at = _zip_time(infos[chosen])
@@ -181,12 +185,13 @@ def from_zip(path: Path, lab: str, pattern: str = DEFAULT_ID_PATTERN) -> tuple[l
     return subs, warnings
 
 
-def collect(path: Path, lab: str, pattern: str = DEFAULT_ID_PATTERN) -> tuple[list[Submission], list[str]]:
+def collect(path: Path, lab: str, pattern: str = DEFAULT_ID_PATTERN,
+            given: frozenset[str] = frozenset()) -> tuple[list[Submission], list[str]]:
     """Сдачи из папки или zip. Пример: ``collect(Path("downloads/lab01.zip"), "lab01_mini_rag")``."""
     if path.is_dir():
-        return from_folder(path, lab)
+        return from_folder(path, lab, given)
     if zipfile.is_zipfile(path):
-        return from_zip(path, lab, pattern)
+        return from_zip(path, lab, pattern, given)
     raise FileNotFoundError(f"{path}: нет такой папки или zip-архива со сдачами")
 
 
@@ -198,7 +203,7 @@ def admit(course, lab, path: Path | None, group) -> tuple[dict[str, str], set[st
     if not path.exists():
         raise CourseError(f"Нет {path}: укажите папку <student_id>/{lab.name}/ или zip из LMS.")
     try:
-        subs, warnings = collect(path, lab.name, course.settings.id_pattern)
+        subs, warnings = collect(path, lab.name, course.settings.id_pattern, frozenset(lab.release_files()))
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise CourseError(f"Не прочитать сдачи {path}: {exc}") from exc
     identities = group.identify([sub.student_id for sub in subs], history)  # новый номер LMS у знакомого имени — не он

@@ -7,7 +7,6 @@
 * ``check_written(grade_id, title)`` — проверка «ответ написан, не короче 40 слов» (1 балл);
 * ``first_difference(expected, got)`` — где два списка впервые расходятся, с соседями: для сообщений;
 * ``short(value)`` — значение для сообщения, не длиннее лимита (с «…»);
-* ``imports_of(grade_id, modules)`` — какие из ``modules`` импортируют ячейки слушателя (лабораторные «руками»);
 * ``call_on_copies(function, *args)`` — вызвать функцию слушателя над копиями входов: ``(результат, входы после)``;
 * ``mark_passed(grade_id)`` / ``passed(grade_id)`` — отметка «эта проверка пройдена целиком» для следующих проверок.
 
@@ -27,7 +26,6 @@ JupyterLab (``JPY_SESSION_NAME``), если он лежит в текущей п
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -199,52 +197,3 @@ def first_difference(expected, got, show=short, context: int = 1) -> str:
     if len(expected) != len(got):
         parts.append(f"всего ждали {len(expected)}, получено {len(got)}")
     return "; ".join(parts)
-
-
-def _imported(tree: ast.AST) -> list[str]:
-    """Имена модулей из import, from … import, __import__("…") и importlib.import_module("…")."""
-    names = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module)
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
-            func = node.func
-            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if called in ("__import__", "import_module"):
-                names.append(node.args[0].value)
-    return names
-
-
-def imports_of(grade_id: str, modules) -> list[str]:
-    """Где ячейки слушателя (решения и добавленные им) импортируют модули ``modules``: «ячейка bm25: rank_bm25».
-
-    Ноутбук — тот, что под проверкой (как у ``written_answer``; ``grade_id`` — любая ячейка решения).
-    Заблокированные ячейки преподавателя (подготовка, тесты) не смотрятся; строки-магии Jupyter
-    (``%…``, ``!…``) пропускаются, ячейка с синтаксической ошибкой — тоже (её поймают другие тесты).
-    Пример: ``imports_of("bm25", ["rank_bm25"])`` → ``['ячейка bm25: rank_bm25']``; ячейка без grade_id
-    называется своей первой строкой: «твоя ячейка «from rank_bm25 import BM25Okapi»: rank_bm25».
-    """
-    path = notebook_under_check(grade_id)
-    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    roots = set(modules)
-    found = []
-    for cell in cells:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("locked") and not meta.get("solution"):
-            continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
-        try:
-            tree = ast.parse(code)
-        except SyntaxError:
-            continue
-        first = next((line.strip() for line in source.splitlines() if line.strip()), "")
-        where = f"ячейка {meta['grade_id']}" if meta.get("grade_id") else f"твоя ячейка «{short(first, 40)[1:-1]}»"
-        found += [f"{where}: {name}" for name in _imported(tree) if name.split(".")[0] in roots]
-    return found

@@ -69,10 +69,16 @@ def learners(lab: str) -> list[Learner]:
 def notebook(learner: Learner) -> bytes:
     release = json.loads((ROOT / "labs" / learner.lab / f"{learner.lab}.ipynb").read_text(encoding="utf-8"))
     nb = copy.deepcopy(release)
+    cells = []
     for cell in nb["cells"]:
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if grade_id in learner.cells:
             cell["source"] = learner.cells[grade_id]
+        cells.append(cell)
+        if f"+{grade_id}" in learner.cells:  # своя ячейка слушателя сразу после этой (черновик, сверка)
+            cells.append({"cell_type": "code", "execution_count": None, "id": f"own-{grade_id}", "metadata": {}, "outputs": [],
+                          "source": learner.cells[f"+{grade_id}"]})
+    nb["cells"] = cells
     return ac.dumps(nb)
 
 

@@ -172,3 +172,17 @@ def test_two_new_numbers_for_one_known_name_in_one_upload_are_both_flagged(tmp_p
     assert set(names) == {"petrov_100", "petrov_555"} and History(lab.history).keys() == ["petrov_100", "petrov_555"]
     assert all("roster merge" in notes[key][0] for key in names)
     assert json.loads(group.path.read_text(encoding="utf-8"))["students"][0]["aliases"] == []
+
+
+def test_files_given_with_the_lab_are_not_remarked_on_but_others_are(tmp_path):
+    """labkit.py и данные задания лежат рядом с ноутбуком у каждого слушателя: замечание «лишние файлы» —
+    только о чужих файлах, иначе оно стоит в каждой строке, даже у работы на все баллы."""
+    from autograde.intake import collect
+
+    folder = tmp_path / "petrov" / "lab05_bm25_hybrid"
+    folder.mkdir(parents=True)
+    (folder / "lab05_bm25_hybrid.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    for name in ("labkit.py", "lab05_data.json", "scratch.py"):
+        (folder / name).write_text("x = 1\n")
+    (sub,), _ = collect(tmp_path, "lab05_bm25_hybrid", given=frozenset({"labkit.py", "lab05_data.json"}))
+    assert sub.notes == ["лишние файлы не проверяются: scratch.py"]

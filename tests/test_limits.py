@@ -170,3 +170,25 @@ def test_a_slot_starts_without_processes_left_from_its_previous_sandbox():
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def test_an_exception_from_learner_code_names_the_function_and_its_line():
+    """«AttributeError: 'str' object has no attribute 'lines'» одного мало: слушателю нужна функция и строка."""
+    import linecache
+
+    from autograde.inside.codec import exception_reply
+
+    cell = "def claims(answer):\n    text = answer.strip()\n    return text.lines()\n"
+    filename = "/tmp/ipykernel_4242/123456.py"  # так ipykernel называет ячейку
+    linecache.cache[filename] = (len(cell), None, cell.splitlines(keepends=True), filename)
+    namespace: dict = {}
+    exec(compile(cell, filename, "exec"), namespace)
+    try:
+        namespace["claims"]("Отпуск 28 дней.")
+    except AttributeError as exc:
+        reply = exception_reply(exc)["raise"]
+    assert reply["where"] == "функция claims, строка 3 её ячейки: return text.lines()"
+    try:
+        raise ValueError("вне ячеек")
+    except ValueError as exc:
+        assert "where" not in exception_reply(exc)["raise"]  # кадров из ячеек нет — и места нет

@@ -299,6 +299,35 @@ def dataclass_by_name(module: str, qualname: str, local) -> type | None:
 
 
 def exception_reply(exc: BaseException) -> dict:
-    """Исключение из кода слушателя — как данные: тип, его предки и сообщение."""
+    """Исключение из кода слушателя — как данные: тип, его предки, сообщение и где оно случилось."""
     mro = [c.__name__ for c in type(exc).__mro__ if c is not object]
-    return {"raise": {"type": type(exc).__name__, "mro": mro[:20], "message": str(exc)[:4000]}}
+    reply = {"type": type(exc).__name__, "mro": mro[:20], "message": str(exc)[:4000]}
+    where = _where(exc)
+    if where:
+        reply["where"] = where
+    return {"raise": reply}
+
+
+def _where(exc: BaseException) -> str:
+    """«функция top_k, строка 3 её ячейки: return scores.lines()» — последний кадр кода из ячеек ноутбука.
+
+    Ячейки ipykernel компилирует как файлы ``…/ipykernel_<pid>/<hash>.py`` (в старых версиях —
+    ``<ipython-input-…>``), номер строки — внутри ячейки. Кадры библиотек (numpy) и самого канала
+    пропускаются: слушателю нужна строка его кода.
+    """
+    import linecache
+
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if "ipykernel_" in name or name.startswith("<ipython-input"):
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return ""
+    code = found.tb_frame.f_code
+    line = linecache.getline(code.co_filename, found.tb_lineno).strip()
+    where = f"строка {found.tb_lineno} её ячейки" if code.co_name == "<module>" else \
+        f"функция {code.co_name}, строка {found.tb_lineno} её ячейки"
+    return (f"{where}: {line}" if line else where)[:300]

@@ -71,6 +71,8 @@ class TransferError(Exception):
 def _exception(reply: dict) -> BaseException:
     info = reply.get("raise") or {}
     name, message = str(info.get("type", "Exception")), str(info.get("message", ""))
+    if info.get("where"):  # где в коде слушателя: функция, строка её ячейки и сама строка
+        message = f"{message} ({str(info['where'])[:300]})"
     mro = [str(n) for n in info.get("mro", [])]
     if "MiniRagError" in mro or "EmbedderMismatchError" in mro:
         try:

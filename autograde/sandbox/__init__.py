@@ -61,21 +61,20 @@ def check_sandbox(exclude: list[Path] | None = None) -> str | None:
     with tempfile.TemporaryDirectory(prefix="autograde-probe-") as tmp:
         marker = Path(tmp) / "probe.txt"
         marker.write_text("ok")
-        pipes = [os.pipe() for _ in range(3)]
-        (info_r, info_w), (sec_r, sec_w), (stub_r, stub_w) = pipes
+        pipes = [os.pipe() for _ in range(2)]
+        (info_r, info_w), (sec_r, sec_w) = pipes
         os.write(sec_w, seccomp)
         os.close(sec_w)
-        os.close(stub_w)
         argv = bwrap_argv(files={"probe.txt": marker}, workdir_name="probe", limits=Limits(),
                           python_dirs=python_dirs, env=sandbox_env(HOME), hide_reference=False,
-                          fds={"info": info_w, "seccomp": sec_r, "reference_stub": stub_r},
+                          fds={"info": info_w, "seccomp": sec_r},
                           command=[sys.executable, "-I", "-c", PROBE])
         try:
-            result = subprocess.run(argv, pass_fds=(info_w, sec_r, stub_r), capture_output=True, text=True, timeout=60)
+            result = subprocess.run(argv, pass_fds=(info_w, sec_r), capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap не запускается ({exc}). " + INSTALL_HINT
         finally:
-            for fd in (info_w, info_r, sec_r, stub_r):
+            for fd in (info_w, info_r, sec_r):
                 os.close(fd)
         if result.returncode != 0 or result.stdout.strip() != "ok":
             detail = (result.stderr or result.stdout).strip()[-500:]

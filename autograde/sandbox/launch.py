@@ -24,11 +24,12 @@ from .policy import (
     HOME,
     INSIDE,
     INSIDE_HOST,
-    NO_REFERENCE,
     RUN,
     UID_BASE,
     Limits,
     bwrap_argv,
+    hidden_libraries,
+    no_library,
     python_paths,
     rlimits,
     sandbox_env,
@@ -88,7 +89,10 @@ def _start_sandboxed(program, files, workdir_name, limits, slot, exclude, hide_r
     if uid is not None:
         reap(uid)
     connection = _connection(f"{RUN}/k") if program == "kernel" else None
-    fds = {"info": None, "seccomp": _pipe_with(seccomp_program()), "reference_stub": _pipe_with(NO_REFERENCE.encode())}
+    fds = {"info": None, "seccomp": _pipe_with(seccomp_program())}
+    if hide_reference:
+        for name, _, _ in hidden_libraries():
+            fds[f"stub:{name}"] = _pipe_with(no_library(name).encode())
     info_r, info_w = os.pipe()
     fds["info"] = info_w
     if connection is not None:

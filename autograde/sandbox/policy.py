@@ -8,8 +8,9 @@
 * Файлы: корень — пустой tmpfs, после сборки перемонтирован только для чтения; /usr, /etc, Python
   (venv, базовый интерпретатор) — только чтение; рабочая папка, HOME, /tmp и /dev/shm — свои
   tmpfs с размером (в обоих режимах); /dev — только чтение. Папки с секретами (решения, база
-  оценок, сдачи) не монтируются вовсе. В лабораторных «без эталона» пакет minirag закрыт:
-  вместо него — пустая папка и ``__init__.py``, который объясняет, почему импорт не работает.
+  оценок, сдачи) не монтируются вовсе. В лабораторных «без эталона» закрыты minirag, rank_bm25 и
+  bm25s: вместо пакета — пустая папка с ``__init__.py``, вместо модуля — файл, который объясняет,
+  почему импорт не работает.
 * seccomp: связка ключей ядра (add_key, keyctl, request_key) и ещё несколько вызовов, которых
   не дают и контейнерные среды по умолчанию, возвращают EPERM.
 """
@@ -34,8 +35,15 @@ UID_BASE = 0x70000000  # непривилегированные uid песочн
 BLOCKED_SYSCALLS = ("add_key", "keyctl", "request_key", "bpf", "perf_event_open", "userfaultfd", "kexec_load",
                     "kexec_file_load", "open_by_handle_at", "init_module", "finit_module", "delete_module",
                     "fanotify_init", "lookup_dcookie", "process_vm_readv", "process_vm_writev")
-NO_REFERENCE = ('raise ImportError("В этой лабораторной библиотека minirag недоступна при проверке: '
-                'смысл задания — написать всё самому (numpy и стандартная библиотека разрешены).")\n')
+HIDDEN_LIBRARIES = ("minirag", "rank_bm25", "bm25s")  # в лабораторных «руками» их нет в ядре слушателя
+
+
+def no_library(name: str) -> str:
+    """Исходник заглушки на месте библиотеки ``name``: импорт объясняет, почему её нет."""
+    return (f'raise ImportError("В этой лабораторной библиотека {name} недоступна при проверке: смысл задания — '
+            'написать всё самому (numpy и стандартная библиотека разрешены).")\n')
+
+
 INSTALL_HINT = (
     "Установите bubblewrap: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap "
     "(Fedora); для фильтра системных вызовов нужна libseccomp (пакет libseccomp2). Если bwrap есть, но "
@@ -168,6 +176,23 @@ def reference_package() -> Path | None:
     return Path(os.path.realpath(list(spec.submodule_search_locations)[0]))
 
 
+def hidden_libraries() -> list[tuple[str, Path, bool]]:
+    """Установленные библиотеки из ``HIDDEN_LIBRARIES``: (имя, папка пакета или файл модуля, пакет ли)."""
+    found = []
+    for name in HIDDEN_LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            found.append((name, Path(os.path.realpath(list(spec.submodule_search_locations)[0])), True))
+        elif spec.origin and spec.origin.endswith(".py"):
+            found.append((name, Path(os.path.realpath(spec.origin)), False))
+    return found
+
+
 def _ancestors(path: str) -> list[str]:
     parts = Path(path).parts[1:-1]
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
@@ -175,7 +200,8 @@ def _ancestors(path: str) -> list[str]:
 
 def bwrap_argv(*, files: dict[str, Path], workdir_name: str, limits: Limits, python_dirs: list[str],
                env: dict[str, str], fds: dict[str, int], command: list[str], hide_reference: bool) -> list[str]:
-    """Командная строка bwrap. ``fds``: info, seccomp, reference_stub и (для ядра) connection."""
+    """Командная строка bwrap. ``fds``: info, seccomp, ``stub:<библиотека>`` (заглушки скрытых библиотек) и (для
+    ядра) connection."""
     bwrap = shutil.which("bwrap") or "bwrap"
     disk = str(limits.disk_mb * 1024 * 1024)
     cwd = f"{HOME}/{workdir_name}"
@@ -203,11 +229,15 @@ def bwrap_argv(*, files: dict[str, Path], workdir_name: str, limits: Limits, pyt
                 made.add(parent)
                 argv += ["--perms", "0755", "--dir", parent]
         argv += ["--ro-bind", path, path]
-    package = reference_package()
-    if hide_reference and package is not None:
-        argv += ["--perms", "0555", "--size", str(1024 * 1024), "--tmpfs", str(package),
-                 "--perms", "0444", "--ro-bind-data", str(fds["reference_stub"]), str(package / "__init__.py"),
-                 "--remount-ro", str(package)]
+    for name, path, package in hidden_libraries() if hide_reference else []:
+        stub = fds.get(f"stub:{name}")
+        if stub is None:
+            continue
+        if package:  # вместо папки пакета — пустая, с заглушкой __init__.py
+            argv += ["--perms", "0555", "--size", str(1024 * 1024), "--tmpfs", str(path),
+                     "--perms", "0444", "--ro-bind-data", str(stub), str(path / "__init__.py"), "--remount-ro", str(path)]
+        else:  # модуль-файл (rank_bm25.py) — заглушка поверх файла; его .pyc устареет и не прочтётся
+            argv += ["--perms", "0444", "--ro-bind-data", str(stub), str(path)]
     argv += ["--dir", "/opt", "--ro-bind", str(INSIDE_HOST), INSIDE,
              "--perms", "0777", "--size", disk, "--tmpfs", HOME,
              "--perms", "0777", "--dir", cwd]
