@@ -145,11 +145,7 @@ class Request:
             raise session.stop("hung", self.index)
         if now >= self.next_watch:
             self.next_watch = now + WATCH_EVERY
-            try:
-                session.watch(self.index)
-            except Stop as stop:
-                self._died_of_output(stop)
-                raise
+            session.watch(self.index)
         limit = min(wait, max(0.0, min(self.deadline, session.wall) - now) + 0.01)
         for fd in self.extra:
             session.poller.register(fd, zmq.POLLIN)
@@ -186,25 +182,6 @@ class Request:
                 msg = self._next(kc.get_shell_msg)
                 if msg["parent_header"].get("msg_id") == self.msg_id:
                     self.reply, self.reply_at = msg, time.monotonic()
-
-    def _died_of_output(self, stop: Stop) -> None:
-        """Ядро умерло посреди потока вывода: сначала дочитать то, что оно уже прислало.
-
-        Поток печатает быстрее, чем проверка читает: его буфер в ядре растёт, пока ядро не упрётся в
-        лимит памяти (MemoryError в потоке вывода, SIGABRT). Если среди уже пришедших сообщений вывод
-        сверх бюджета — причина остановки он, как и при обычном счёте.
-        """
-        if stop.kind != "died":
-            return
-        kc = self.session.kc
-        try:
-            while kc.iopub_channel.msg_ready() and not getattr(self.sink, "flooded", False):
-                self._receive({kc.iopub_channel.socket: zmq.POLLIN})
-        except Exception:  # noqa: BLE001 — мёртвое ядро: читаем, что успели
-            return
-        if getattr(self.sink, "flooded", False):
-            self.session.result.events.pop()  # «ядро завершилось» — следствие потока, который уже насчитан
-            raise self.session.stop("output", self.index) from None
 
     def _next(self, get) -> dict:
         """Следующее сообщение ядра; сверх пределов разбора — остановить ядро (вина работы)."""
