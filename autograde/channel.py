@@ -27,6 +27,7 @@ INSTALL_BRIDGE = ("import sys as _s, types as _t\n"
                   "_m = _t.ModuleType('_autograde_bridge')\n"
                   f"exec(compile({BRIDGE_SOURCE!r}, '<autograde>', 'exec'), _m.__dict__)\n"
                   "_m.listen({path!r})\n"
+                  "_m.cap_output({output_cap})\n"
                   "_s.modules['_autograde_bridge'] = _m\n"
                   "del _s, _t, _m")
 SERVE = "__import__('_autograde_bridge').serve()"

@@ -205,7 +205,8 @@ class Runner:
                 self.result.completed = False
                 not_executed(self.nb, 0, "ядро Python не запустилось")
                 return self.result
-            install = INSTALL_BRIDGE.replace("{path!r}", repr(self.kernel.bridge_inside))
+            install = INSTALL_BRIDGE.replace("{path!r}", repr(self.kernel.bridge_inside)) \
+                .replace("{output_cap}", str(self.limits.output_bytes + 1))
             self.session.execute(install, 0, Quiet(), time.monotonic() + STARTUP_TIMEOUT, history=False)
             for index, where in enumerate(self.plan.where):
                 cell = self.nb.cells[index]

@@ -13,8 +13,10 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -192,3 +194,26 @@ def test_an_exception_from_learner_code_names_the_function_and_its_line():
         raise ValueError("вне ячеек")
     except ValueError as exc:
         assert "where" not in exception_reply(exc)["raise"]  # кадров из ячеек нет — и места нет
+
+
+def test_a_flooding_kernel_holds_no_more_output_than_the_budget_plus_one():
+    """Ядро само отбрасывает вывод сверх бюджета: превышение до проверки доходит, а буфер не растёт до RLIMIT_AS."""
+    from jupyter_client.manager import start_new_kernel
+
+    from autograde.channel import INSTALL_BRIDGE
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        install = INSTALL_BRIDGE.replace("{path!r}", repr(str(Path(tempfile.mkdtemp()) / "bridge"))) \
+            .replace("{output_cap}", "1001")
+        assert client.execute_interactive(install, timeout=30)["content"]["status"] == "ok"
+        streamed = []
+        code = ("import sys\nfor i in range(400):\n    print('x' * 99)\n    sys.stderr.write('y' * 50)\n"
+                "print('после потока ячейка работает дальше')")
+        reply = client.execute_interactive(code, timeout=60, output_hook=lambda msg: streamed.append(
+            msg["content"]["text"] if msg["msg_type"] == "stream" else ""))
+        assert reply["content"]["status"] == "ok"
+        assert len("".join(streamed)) == 1001  # бюджет 1000 — и ровно один символ сверх него
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

@@ -15,6 +15,7 @@
 import json as _json
 import socket as _socket
 import struct as _struct
+import sys as _sys
 
 _server = None
 _functions = {}  # номер → функция слушателя
@@ -89,6 +90,38 @@ def listen(path: str) -> None:
     _server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     _server.bind(path)
     _server.listen(1)
+
+
+def cap_output(limit: int) -> None:
+    """Потоки stdout и stderr ядра принимают не больше ``limit`` символов на всё ядро, остальное выбрасывают.
+
+    Проверка останавливает ноутбук, как только его вывод превысил бюджет, поэтому ``limit`` — бюджет
+    плюс один символ: превышение до проверки доходит всегда, а буфер ipykernel не растёт. Без этого
+    ``while True: print(...)`` на загруженной машине успевал раздуть буфер до RLIMIT_AS, и ядро
+    падало (MemoryError в OutStream._flush, затем SIGABRT) раньше, чем проверка видела превышение:
+    один и тот же ноутбук получал то «вывел больше …», то «ядро завершилось».
+    """
+    from collections import defaultdict
+    from io import StringIO
+
+    import ipykernel.iostream as iostream
+
+    left = [limit]
+
+    class Capped(StringIO):
+        def write(self, text):
+            room = left[0]
+            left[0] = max(0, room - len(text))
+            if room > 0:
+                super().write(text[:room])
+            return len(text)
+
+    iostream.StringIO = Capped  # новые буферы (ipykernel заводит их на каждой отправке)
+    for stream in (_sys.stdout, _sys.stderr):
+        lock = getattr(stream, "_buffer_lock", None)
+        if lock is not None:
+            with lock:
+                stream._buffers = defaultdict(Capped)
 
 
 def _receive(conn):
