@@ -638,12 +638,29 @@ def test_lab4_checks_reject_an_example_that_in_fact_succeeds(kind):
         run_check("lab04_hash_failures", namespace, "examples_fail")
 
 
+def test_lab4_an_example_that_is_found_costs_points_in_task_2_only():
+    """Задание 3 сверяет TABLE с поиском, а не требует None: пример, который находится, стоит баллов один раз."""
+    namespace = run_until("lab04_hash_failures", "examples")
+    example = namespace["EXAMPLES"]["synonym"]
+    example["query"] = example["control"]  # запрос словами документа находится
+    with pytest.raises(AssertionError, match="не ломается"):
+        run_check("lab04_hash_failures", namespace, "examples_fail")
+    namespace = run_until("lab04_hash_failures", "fixes", replace={"examples": lab_cells("lab04_hash_failures")[
+        "examples"] + "\nEXAMPLES['synonym']['query'] = EXAMPLES['synonym']['control']\n"})
+    assert namespace["TABLE"]["synonym"]["query"] in (1, 2, 3)
+    run_check("lab04_hash_failures", namespace, "fixes_visible")
+    namespace["TABLE"]["synonym"]["query"] = None  # «как велели» вместо того, что дал поиск
+    with pytest.raises(AssertionError, match=r"TABLE\['synonym'\]\['query'\] = None, а поиск"):
+        run_check("lab04_hash_failures", namespace, "fixes_visible")
+
+
 # пример не того вида, что заявлен: шум (issue 11 — всё это проходило на 18 из 18) и настоящие слова не своего вида
 NOT_WHAT_THEY_CLAIM = [
     ("abbreviation", "ЪЪЪ йцук", {"ЪЪЪ": "налога на доходы"}, "буквы «ЪЪЪ» не складываются из начал слов", True),
     ("typo", "ккк ггг", {"ккк": "книгу"}, "опечатка — это 1 или 2 правки", True),
-    ("negation", "не ффф", {"не ффф": "компания не компенсирует"}, "есть слова, которых нет в словаре pymorphy3", True),
-    ("synonym", "щщщ ююю", {"щщщ": "велосипед"}, "нет в словаре pymorphy3", True),
+    # слово не из словаря стоит баллов один раз — в examples_words; правила вида к такой паре не применяются
+    ("negation", "не ффф", {"не ффф": "компания не компенсирует"}, None, True),
+    ("synonym", "щщщ ююю", {"щщщ": "велосипед"}, None, True),
     ("negation", "Что из спорта мне не подарят?", {"не подарят": "компания не компенсирует"},
      "нет общей основы значимого слова", False),
     ("synonym", "Куда поставить велосипеды, если приехал в офис?", {"велосипеды": "велосипед"}, "общие основы", False),
@@ -663,6 +680,9 @@ def test_lab4_an_example_that_is_not_what_it_claims_loses_its_points_with_the_ru
             run_check("lab04_hash_failures", namespace, "examples_words")
     else:
         run_check("lab04_hash_failures", namespace, "examples_words")
+    if rule is None:
+        run_check("lab04_hash_failures", namespace, "examples_kinds")
+        return
     with pytest.raises(AssertionError, match=re.escape(rule)):
         run_check("lab04_hash_failures", namespace, "examples_kinds")
 
