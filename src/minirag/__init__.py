@@ -5,7 +5,7 @@
 источниками (``prompt``) → ответ (``generate``) → проверка цитат. Под ними лежат общие типы
 (``types``), проверки входа (``validate``) и ошибки (``errors``); над ними — приёмы глав 9–10
 (``bm25``, ``hybrid``, ``mmr``, ``rerank``, ``neighbors``, ``hierarchical``, ``chunkers``) и глав 11–12
-(``rewrite``, ``remote``, ``loaders``, ``calibrate``, ``retrieve``, ``sentences``, ``terms``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
+(``rewrite``, ``remote``, ``loaders`` и ``html_text``, ``calibrate``, ``retrieve``, ``sentences``, ``terms``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
 Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``.
 """
 
