@@ -231,7 +231,7 @@ def system_table(names=tuple(SYSTEMS)) -> tuple[list[dict], dict]:
     построение индекса демо-корпуса и поиск всех размеченных запросов, по эмбеддеру; e5 — только если он работает
     на этой машине."""
     from minirag import DEMO_DEV, DEMO_DOCS, DEMO_TEST, Index, e5_available, hit_at_k, index_bm25, reciprocal_rank
-    from minirag.__main__ import EMBEDDERS
+    from minirag.defaults import EMBEDDERS
 
     names = [n for n in names if SYSTEMS[n][0] != "e5" or e5_available() is None]
     indexes, seconds = {}, {}
@@ -290,8 +290,8 @@ _SETTINGS = ("headers", "gate", "k", "context", "quantile", "weights", "coverage
 def _part_grid(part: dict, folder: Path) -> dict[tuple, dict]:
     """Одна dev-часть: настройка ``ANSWER_GRID`` → ответы с фактом, факт первым, цитаты и отказы."""
     from minirag import REFUSAL, ExtractiveGenerator, Index, Retriever, load_folder
-    from minirag.__main__ import DEFAULT_EMBEDDER, EMBEDDERS
     from minirag.calibrate import unrelated_scores
+    from minirag.defaults import DEFAULT_EMBEDDER, EMBEDDERS
 
     docs = load_folder(folder).docs
     rows = {}
@@ -378,8 +378,8 @@ def second_table(workdir: Path, chosen: dict) -> list[dict]:
     """Для каждой пары (квантиль ``EVIDENCE_GRID``, ``None`` — без вторых ворот; доля ``RUNNER_GRID``) — факты,
     факт первым, цитаты и отказы dev при настройках ``chosen``; по частям — в ``parts``."""
     from minirag import REFUSAL, ExtractiveGenerator, Index, Retriever, load_folder
-    from minirag.__main__ import DEFAULT_EMBEDDER, EMBEDDERS
     from minirag.calibrate import unrelated_evidence, unrelated_scores
+    from minirag.defaults import DEFAULT_EMBEDDER, EMBEDDERS
 
     rows = {(q, r): {"evidence_quantile": q, "runner_up": r, "parts": {}}
             for q, r in itertools.product(EVIDENCE_GRID, RUNNER_GRID)}
@@ -478,8 +478,8 @@ def _print_final(label: str, r: dict) -> None:
 def _check_defaults(best_search: dict | None, chosen: dict | None) -> list[str]:
     """Совпадают ли умолчания библиотеки и командной строки с выбранным на dev."""
     from minirag import ExtractiveGenerator
-    from minirag.__main__ import DEFAULT_EMBEDDER, DEFAULT_K, EMBEDDERS, default_method
     from minirag.calibrate import EVIDENCE_K, EVIDENCE_QUANTILE, QUANTILE
+    from minirag.defaults import DEFAULT_EMBEDDER, DEFAULT_K, EMBEDDERS, default_method
     from minirag.generate import WEIGHTED_COVERAGE, WEIGHTED_RUNNER_UP
 
     failures = []
@@ -516,7 +516,7 @@ def main(argv=None) -> int:
                         help="записать dev-числа части 1б в src/minirag/demo/measured.json (их читает командная строка)")
     parser.add_argument("--verbose", action="store_true", help="печатать каждый ответ итога")
     args = parser.parse_args(argv)
-    from minirag.__main__ import DEV_HIT3
+    from minirag.defaults import DEV_HIT3
 
     best_search = chosen = None
     if args.only in (None, "retrieval"):

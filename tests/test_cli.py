@@ -12,7 +12,10 @@ import pytest
 from fakes import ENV, FakeServer, dead_url
 
 from minirag import E5Embedder, HashEmbedder, Index, NavecEmbedder, evaluate, hybrid_search, index_bm25, store, tokenize
-from minirag.__main__ import (
+from minirag.__main__ import main
+from minirag.calibrate import EVIDENCE_QUANTILE, QUANTILE, Calibration
+from minirag.data import DEMO_DEV, DEMO_DOCS
+from minirag.defaults import (
     DEFAULT_EMBEDDER,
     DEFAULT_K,
     DEV_HIT3,
@@ -21,10 +24,7 @@ from minirag.__main__ import (
     MEASURED,
     default_embedder,
     default_method,
-    main,
 )
-from minirag.calibrate import EVIDENCE_QUANTILE, QUANTILE, Calibration
-from minirag.data import DEMO_DEV, DEMO_DOCS
 from minirag.generate import WEIGHTED_COVERAGE
 
 

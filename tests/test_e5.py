@@ -29,7 +29,7 @@ from minirag import (
     evaluate,
 )
 from minirag import e5 as e5_module
-from minirag.__main__ import EMBEDDERS, FALLBACK_EMBEDDER
+from minirag.defaults import EMBEDDERS, FALLBACK_EMBEDDER
 
 REFERENCE = Path(__file__).with_name("reference") / "e5_vectors.json"
 TEXTS = ["Сколько дней длится ежегодный отпуск?", "Как подключиться к VPN из дома?", "Кошка спит на подоконнике."]

@@ -30,7 +30,8 @@ from minirag import (
 from minirag.bm25 import lucene_idf
 from minirag.data import DEMO_DOCS, DEMO_QUERIES
 from minirag.generate import WEIGHTED_COVERAGE, WEIGHTED_RUNNER_UP
-from minirag.sentences import TermWeights, _same, about_code, candidate_sentences, headings, match, question_terms
+from minirag.sentences import candidate_sentences, headings
+from minirag.terms import TermWeights, _same, about_code, match, question_terms
 from minirag.text import whole_sentences
 
 HITS = [

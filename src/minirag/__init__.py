@@ -3,13 +3,12 @@
 Путь данных, в одну сторону: Document → чанки (``chunk``) → векторы (``embed``) → ``Index``
 (``index``, ``topk``, ``store``) → поиск (косинус, порог, top-k) → промпт с пронумерованными
 источниками (``prompt``) → ответ (``generate``) → проверка цитат. Под ними лежат общие типы
-(``types``), проверки входа (``validate``) и ошибки (``errors``); над ними — приёмы главы 9
-(``bm25``, ``hybrid``, ``mmr``, ``rerank``, ``expand``, ``chunkers``) и главы 10 (``assist``,
-``remote``, ``loaders``, ``calibrate``, ``retrieve``, ``sentences``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
+(``types``), проверки входа (``validate``) и ошибки (``errors``); над ними — приёмы глав 9–10
+(``bm25``, ``hybrid``, ``mmr``, ``rerank``, ``neighbors``, ``hierarchical``, ``chunkers``) и глав 11–12
+(``rewrite``, ``remote``, ``loaders`` и ``html_text``, ``calibrate``, ``retrieve``, ``sentences``, ``terms``). Демо-корпус — данные в ``demo/corpus.json``, их читает ``data``.
 Пример: ``Index.build(DEMO_DOCS).search("сколько дней отпуска", k=3)[0].doc_id`` → ``'vacation-annual'``.
 """
 
-from .assist import QueryCache, Retrieval, expand_query, expanded_search, hyde, iterative_search
 from .bm25 import BM25
 from .calibrate import Calibration, calibrate, unrelated_scores
 from .chunk import chunk_spans, chunk_text
@@ -27,18 +26,20 @@ from .evaluate import (
     recall_at_k,
     reciprocal_rank,
 )
-from .expand import doc_vectors, expand_neighbors, hierarchical_search
 from .generate import Answer, ExtractiveGenerator, Generator, answer
+from .hierarchical import doc_vectors, hierarchical_search
 from .hybrid import exact_phrases, force_exact, hybrid_search, index_bm25, rrf
 from .index import Index
 from .loaders import LoadReport, load_file, load_folder
 from .mmr import mmr, mmr_search
 from .navec import NavecEmbedder, navec_path
+from .neighbors import expand_neighbors
 from .plural import plural, plural_form
 from .prompt import REFUSAL, CitationReport, build_prompt, check_citations, parse_citations, parse_prompt, parse_sources
 from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder, RemoteError
 from .rerank import CrossEncoderScorer, LexicalPairScorer, PairScorer, rerank, search_rerank
 from .retrieve import Retriever
+from .rewrite import QueryCache, Retrieval, expand_query, expanded_search, hyde, iterative_search
 from .text import split_sentences, tokenize
 from .topk import SCORE_TOLERANCE, top_k
 from .types import Chunk, Document, Hit, LabeledQuery, renumber

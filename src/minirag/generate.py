@@ -21,7 +21,8 @@ import numpy as np
 from .embed import Embedder, embed_documents, embed_queries
 from .errors import MiniRagError
 from .prompt import CITATION_RE, REFUSAL, CitationReport, build_prompt, check_citations, parse_sources
-from .sentences import about_code, candidate_sentences, expects_number, has_number, match, question_terms
+from .sentences import candidate_sentences
+from .terms import about_code, expects_number, has_number, match, question_terms
 from .types import Hit
 from .validate import index_then_query, renamed, require_hits, require_int, require_number, require_text
 
@@ -67,14 +68,14 @@ class ExtractiveGenerator:
 
     Кандидаты — предложения чанков без заголовков, маркеров списков и строк кода (код — только
     если вопрос о коде): ``sentences.candidate_sentences``. Каждое оценивается по основам слов
-    вопроса (``sentences.match``): какая доля их есть в предложении и насколько кучно они стоят;
+    вопроса (``terms.match``): какая доля их есть в предложении и насколько кучно они стоят;
     с ``context=True`` предложение читается в своём разделе — слова заголовка источника
     («документ › раздел») засчитываются, если в самом предложении есть хоть одно слово вопроса.
     Ответ — лучшее предложение и ещё до ``max_sentences − 1`` следующих за ним по оценке, если она не ниже
     доли ``runner_up`` от лучшей (без весов слов — 0.9, с ними — ``WEIGHTED_RUNNER_UP``, половина); у каждого —
     номер его источника. Предложение годится, только если в нём не меньше доли ``threshold`` основ
     вопроса; не годится ни одно — ответ ``REFUSAL``.
-    ``weights`` — веса основ по корпусу (``sentences.TermWeights``, его даёт ``Retriever.term_weights``):
+    ``weights`` — веса основ по корпусу (``terms.TermWeights``, его даёт ``Retriever.term_weights``):
     с ними доля — доля веса вопроса, и редкие слова корпуса (и слова, которых в нём нет) решают больше
     частых; порог по умолчанию тогда ``WEIGHTED_COVERAGE`` (0.45), без них — ``COVERAGE`` (четверть).
     При равной оценке выше то, что ближе к вопросу по косинусу эмбеддера ``embedder`` (если он

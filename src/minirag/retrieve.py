@@ -8,10 +8,10 @@
 что калибровалось, — с лучшей оценкой, — а генератор выбирает предложения из k кандидатов, а не
 из одного-двух, переживших фильтр. Порог — всегда косинус эмбеддера индекса, при любом методе.
 Вторые ворота — ``evidence``: вопрос, не прошедший порог, всё же получает свои k чанков, если в
-одном их предложении нашлась доля веса слов вопроса не меньше ``evidence`` (``sentences.best_coverage``).
+одном их предложении нашлась доля веса слов вопроса не меньше ``evidence`` (``terms.best_coverage``).
 Косинус меряет похожесть всего чанка, и короткий вопрос к длинному чанку набирает мало, даже когда
 все его слова стоят в одном предложении; ``evidence`` калибруется так же, по вопросам не о корпусе.
-``term_weights`` — веса слов по чанкам этого индекса (``sentences.TermWeights``): ``answer`` отдаёт
+``term_weights`` — веса слов по чанкам этого индекса (``terms.TermWeights``): ``answer`` отдаёт
 их экстрактивному генератору, и тот меряет предложение долей веса вопроса, а не числа его слов.
 Модуль не строит индекс и не пишет ответ: это ``index`` и ``generate``.
 """
@@ -22,7 +22,7 @@ from functools import cached_property
 
 from .hybrid import hybrid_search, index_bm25
 from .index import Index, require_index
-from .sentences import TermWeights, best_coverage
+from .terms import TermWeights, best_coverage
 from .text import tokenize
 from .topk import top_k
 from .types import Hit, renumber

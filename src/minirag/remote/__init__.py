@@ -1,6 +1,6 @@
 """Настоящие модели по HTTP: эмбеддеры и чат Ollama и любого OpenAI-совместимого сервера.
 
-Запросы идут через ``http_json.post_json`` (тайм-аут, повторы при 429 и 5xx); здесь —
+Запросы идут через ``_http.post_json`` (тайм-аут, повторы при 429 и 5xx); здесь —
 пачки текстов, нормализация векторов до длины 1 и настройки. ``fingerprint`` называет сервер и
 модель, поэтому индекс, построенный одной моделью, откажется от запросов другой.
 Все сбои — ``RemoteError`` с адресом и советом, что сделать. Адрес, модель и ключ —
@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .errors import MiniRagError
-from .http_json import RemoteError, post_json
-from .validate import require_int, require_text
+from ..errors import MiniRagError, RemoteError
+from ..validate import require_int, require_text
+from ._http import post_json
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 

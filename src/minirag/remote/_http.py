@@ -1,9 +1,10 @@
-"""POST с JSON по HTTP: тайм-аут, повторы с растущей паузой и понятные ошибки ``RemoteError``.
+"""Внутренняя часть ``remote``: POST с JSON по HTTP — тайм-аут, повторы с растущей паузой и понятные ошибки.
 
 Только стандартная библиотека (``urllib``). Повторяются лишь ответы 429 и 5xx: пауза — из
 заголовка ``Retry-After``, если сервер его прислал, иначе растёт вдвое; отказ соединения,
 тайм-аут и 4xx не повторяются. Каждый сбой — ``RemoteError`` с адресом и советом, что сделать.
-Модуль не знает про эмбеддинги и чат (это ``remote``) и не хранит настроек.
+Модуль не знает про эмбеддинги и чат (это ``remote``) и не хранит настроек; снаружи ``remote``
+его не импортируют.
 """
 
 from __future__ import annotations
@@ -17,24 +18,10 @@ import urllib.request
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from .errors import MiniRagError
-from .validate import require_int, require_number
+from ..errors import MiniRagError, RemoteError
+from ..validate import require_int, require_number
 
 _MAX_WAIT = 60.0  # дольше минуты между попытками не ждём, даже если сервер просит
-
-
-class RemoteError(MiniRagError):
-    """Сервер модели недоступен или ответил не так: сообщение называет адрес и что сделать.
-
-    ``url`` — адрес запроса, ``status`` — HTTP-код ответа (``None``, если ответа не было).
-    Пример: ``OllamaEmbedder("nomic-embed-text").embed(["привет"])`` без запущенной Ollama.
-    Глава 11. Генератор и настоящие модели.
-    """
-
-    def __init__(self, message: str, url: str, status: int | None = None):
-        super().__init__(message)
-        self.url = url
-        self.status = status
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -73,7 +60,6 @@ def post_json(url: str, payload: dict, *, api_key: str | None = None, timeout: f
     минуты; ``sleep`` можно подменить в тестах. Отказ соединения, тайм-аут и 4xx не
     повторяются: повтор их не лечит, а тайм-аут, повторённый трижды, — это долгое зависание.
     Пример: ``post_json("http://localhost:11434/api/embed", {"model": m, "input": ["привет"]})``.
-    Глава 11. Генератор и настоящие модели.
     """
     require_int(retries, "retries", 0)
     require_number(timeout, "timeout", 0.001, hint="Это секунды ожидания ответа, например 30.")

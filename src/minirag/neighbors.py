@@ -1,26 +1,22 @@
-"""Больше контекста вокруг найденного: соседние чанки и поиск «сначала документы».
+"""Соседи найденного чанка: больше контекста вокруг того, что нашёл поиск.
 
 ``expand_neighbors`` добавляет к каждому найденному чанку соседей по документу
 (chunk_id − 1, − 2, … и + 1, + 2, …), пока их косинус с найденным чанком (или с запросом)
 не ниже порога ``threshold``: мысль, разрезанная чанкингом, собирается обратно.
-``hierarchical_search`` сначала выбирает лучшие документы по вектору документа
-(нормированное среднее векторов его чанков), потом лучшие чанки только внутри них.
 Модуль не склеивает тексты соседей в один: каждый чанк остаётся отдельным ``Hit`` со своим
-(doc_id, chunk_id), чтобы на него можно было сослаться.
+(doc_id, chunk_id), чтобы на него можно было сослаться. Расширение запроса (переформулировки
+генератором) — не здесь, а в ``rewrite``; поиск «сначала документы» — в ``hierarchical``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from .errors import MiniRagError
 from .index import Index, require_index
-from .topk import SCORE_TOLERANCE, top_k
+from .topk import SCORE_TOLERANCE
 from .types import Hit, renumber
-from .validate import renamed, require_choice, require_hits, require_int, require_k, require_number
-from .vectors import l2_normalize
+from .validate import renamed, require_choice, require_hits, require_int, require_number
 
 
 def expand_neighbors(index: Index, query: str, hits: Sequence[Hit], *, threshold: float = 0.3,
@@ -76,31 +72,3 @@ def _row(index: Index, doc_id: str, chunk_id: int) -> int | None:
         return index.position(doc_id, chunk_id)
     except MiniRagError:
         return None
-
-
-def doc_vectors(index: Index) -> np.ndarray:
-    """Вектор каждого документа (по порядку ``index.docs``): нормированное среднее векторов его чанков.
-
-    Пример: ``doc_vectors(index).shape`` → ``(len(index.docs), 96)``. Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
-    """
-    rows = require_index(index).doc_rows
-    sums = np.zeros((len(index.docs), index.vectors.shape[1]))
-    np.add.at(sums, rows, index.vectors.astype(np.float64))
-    return l2_normalize(sums)  # среднее и сумма смотрят в одну сторону: после нормировки равны
-
-
-def hierarchical_search(index: Index, query: str, k: int = 3, *, n_docs: int = 2) -> list[Hit]:
-    """Сначала ``n_docs`` лучших документов по косинусу с вектором документа, затем k лучших чанков в них.
-
-    ``score`` — косинус чанка с запросом. Пример: ``[h.key for h in hierarchical_search(index, q, k=2, n_docs=1)]``
-    → ``[('vacation-annual', 1), ('vacation-annual', 3)]``.
-    Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
-    """
-    k = require_k(k)
-    n_docs = require_int(n_docs, "n_docs", 1, "Это сколько лучших документов просмотреть, например n_docs=2.")
-    query_vector = require_index(index).query_vector(query)  # проверяет запрос и эмбеддер
-    scores = index.vectors @ query_vector
-    best_docs = top_k(doc_vectors(index) @ query_vector, n_docs)
-    inside = np.flatnonzero(np.isin(index.doc_rows, best_docs))
-    return [index.hit(int(inside[i]), scores[inside[i]], rank)
-            for rank, i in enumerate(top_k(scores[inside], k), start=1)]
