@@ -68,7 +68,7 @@ def _date(value, what: str) -> datetime:
             moment = datetime.fromisoformat(str(value))
         except ValueError:
             raise CourseError(f"{what}: {value!r} — не дата. Пишите так: \"2026-10-01 23:59\" (ISO 8601).") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.now().astimezone().tzinfo)
+    return moment if moment.tzinfo else moment.astimezone()  # без пояса — местное время машины в тот день (с его DST)
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,15 @@ class Settings:
         penalty = str(own.get("late_penalty", "none"))
         if penalty not in ("none", "zero", "per_day"):
             raise CourseError(f"Grading.late_penalty = {penalty!r}: бывает none, zero или per_day.")
+        per_day = own.get("late_penalty_per_day", 0.0)
+        if isinstance(per_day, bool) or not isinstance(per_day, (int, float)) or not 0 <= per_day <= 1:
+            raise CourseError(f"Grading.late_penalty_per_day = {per_day!r}: нужна доля баллов за сутки от 0 до 1, "
+                              "например 0.1 (минус 10 % за каждые начатые сутки).")
+        if penalty == "per_day" and not per_day:
+            raise CourseError("Grading.late_penalty = 'per_day', а late_penalty_per_day не задан: укажите долю "
+                              "за сутки, например c.Grading.late_penalty_per_day = 0.1.")
         return cls(limits, tuple(execute.get("extra_arguments", [])), ignore, tuple(own.get("no_reference_labs", [])),
-                   pattern, due, extensions, penalty, float(own.get("late_penalty_per_day", 0.0)))
+                   pattern, due, extensions, penalty, float(per_day))
 
     def deadline(self, student_id: str, lab: str) -> datetime | None:
         return self.extensions.get((student_id, lab), self.due.get(lab))

@@ -96,6 +96,11 @@ def _read_head(path: Path) -> bytes:
         return f.read(MAX_NOTEBOOK + 1)
 
 
+def _shown(name: str) -> str:
+    """Имя с диска, которое можно напечатать: байты не в UTF-8 (у Python — «суррогаты») заменены на �."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def from_folder(path: Path, lab: str, given: frozenset[str] = frozenset()) -> tuple[list[Submission], list[str]]:
     """Сдачи из папки ``<student_id>/<lab>/...``; второй результат — предупреждения о пропущенном."""
     subs, warnings = [], []
@@ -103,7 +108,11 @@ def from_folder(path: Path, lab: str, given: frozenset[str] = frozenset()) -> tu
         if entry.name.startswith(".") or entry.name in JUNK or entry.name in JUNK_DIRS:
             continue
         if entry.is_symlink() or not entry.is_dir():
-            warnings.append(f"{entry.name}: не папка слушателя — пропущено")
+            warnings.append(f"{_shown(entry.name)}: не папка слушателя — пропущено")
+            continue
+        if _shown(entry.name) != entry.name:
+            warnings.append(f"{_shown(entry.name)}: имя папки не в UTF-8 — пропущено; переименуйте папку "
+                            "(id слушателя) и запустите проверку снова")
             continue
         sub = Submission(entry.name[:MAX_ID])
         folder = entry / lab
@@ -115,17 +124,21 @@ def from_folder(path: Path, lab: str, given: frozenset[str] = frozenset()) -> tu
                 continue
             folder = entry
             sub.notes.append(f"ноутбук лежит в {entry.name}/, а не в {entry.name}/{lab}/")
-        files, skipped = {}, []
+        files, skipped, undecodable = {}, [], []
         for file in sorted(folder.rglob("*")):
             rel = file.relative_to(folder)
             if _junk(rel.parts) or (folder is entry and len(rel.parts) > 1):
                 continue
-            if file.is_symlink():
+            if _shown(str(rel)) != str(rel):
+                undecodable.append(_shown(str(rel)))
+            elif file.is_symlink():
                 skipped.append(str(rel))
             elif file.is_file():
                 files[str(rel)] = file.stat().st_size
         if skipped:
             sub.notes.append(f"символические ссылки не читаются: {', '.join(skipped[:5])}")
+        if undecodable:
+            sub.notes.append(f"имена не в UTF-8 не читаются: {', '.join(undecodable[:5])}")
         chosen = _choose(sub, lab, files, lambda name, folder=folder: _read_head(folder / name), given=given)
         if chosen is not None:
             sub.source = str(folder / chosen)

@@ -39,6 +39,20 @@ def _norm(text: str) -> str:
     return " ".join(str(text).split()).casefold()
 
 
+def _check_shape(students) -> None:
+    """Список группы, поправленный руками: каждый слушатель — объект с текстовым id, имена — строки и список строк."""
+    if not isinstance(students, list):
+        raise TypeError("«students» — не список")
+    for number, student in enumerate(students, 1):
+        if not isinstance(student, dict) or not isinstance(student.get("id"), str) or not student["id"].strip():
+            raise TypeError(f"слушатель №{number}: нет текстового «id»")
+        if any(not isinstance(student.get(key, ""), str) for key in ("name", "email")):
+            raise TypeError(f"слушатель {student['id']}: «name» и «email» должны быть строками")
+        aliases = student.get("aliases", [])
+        if not isinstance(aliases, list) or any(not isinstance(alias, str) for alias in aliases):
+            raise TypeError(f"слушатель {student['id']}: «aliases» должен быть списком строк")
+
+
 class Roster:
     """Слушатели группы и их другие имена."""
 
@@ -48,6 +62,7 @@ class Roster:
         if path.is_file():
             try:
                 self.students = json.loads(path.read_text(encoding="utf-8"))["students"]
+                _check_shape(self.students)
             except (ValueError, KeyError, TypeError) as exc:
                 raise CourseError(f"{path} повреждён ({exc}): импортируйте список заново (roster import).") from None
         self._index()

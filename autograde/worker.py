@@ -91,6 +91,7 @@ def unexecuted(task: Task, ctx: Context, status: str, message: str) -> Outcome:
     note.id = "autograde-error"
     merged.cells.insert(0, note)
     clean, _ = sanitize.notebook(merged, lambda cell: True)
+    clean = feedback.visible(clean, ctx.master)  # этот ноутбук ляжет в autograded/: скрытые тесты не показывать
     page = "" if status == "not_submitted" else feedback.error_page(ctx.master.lab, task.display_id, result)
     return Outcome(result, nbformat.writes(clean), page)
 

@@ -80,8 +80,9 @@ def test_learner_gets_exactly_the_points_their_work_deserves(graded, learner):
 
 def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
     """Что слушатель видит в ``check`` (видимые тесты), то и получает у преподавателя."""
-    from autograde.check import check
+    from autograde.check import check, render
     from autograde.course import safe_key
+    from minirag import plural
 
     slots = queue.Queue()
     for slot in (1, 2):
@@ -100,10 +101,22 @@ def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         reports = list(pool.map(one, ALL))
-    differ = []
+    differ, endings = [], []
     for learner, report in reports:
         cells = {c["grade_id"]: c for c in
                  graded[learner.lab]["results"][safe_key(learner.name)]["cells"]}
+        # последние строки check: видимые баллы — те же, что у преподавателя, и сколько ещё не проверено
+        seen = {r.grade_id for r in report.results if r.status in ("passed", "failed", "todo")}
+        tests = {gid: c for gid, c in cells.items() if c["kind"] == "test"}
+        got, most = (sum(tests[g][key] for g in seen if g in tests) for key in ("score", "max_score"))
+        hidden = sum(c["max_score"] for g, c in tests.items() if g not in seen)
+        *_, summary, verdict = render(report).splitlines()
+        want = (f"Видимые тесты: {got:g} из {plural(int(most), 'балла', 'баллов', 'баллов')}."
+                + (f" Ещё {plural(int(hidden), 'балл', 'балла', 'баллов')} проверят скрытые тесты преподавателя"
+                   if hidden else ""))
+        fails_visibly = bool(learner.lose & seen)
+        if not summary.startswith(want) or verdict.startswith("Есть ошибки") != fails_visibly:
+            endings.append((learner.lab, learner.name, summary, verdict[:40], want, fails_visibly))
         for r in report.results:
             if r.status in ("hidden", "manual") or cells.get(r.grade_id, {}).get("kind") != "test":
                 continue
@@ -111,3 +124,4 @@ def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
             if (r.status == "passed") != graded_pass:
                 differ.append((learner.lab, learner.name, r.grade_id, r.status, cells[r.grade_id]["message"][:200]))
     assert differ == []
+    assert endings == []

@@ -103,8 +103,8 @@ numeric_dtypes = st.one_of(hnp.boolean_dtypes(), hnp.integer_dtypes(endianness="
                            hnp.complex_number_dtypes(endianness="?"))
 
 
-@PROPERTY  # ndim 0 — не здесь: Encoder сейчас отдаёт массив формы () как (1,) (ошибка из отчёта по issue 28)
-@given(hnp.arrays(numeric_dtypes, hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4)))
+@PROPERTY  # ndim 0 тоже: np.array(3.0) — массив формы (), а не (1,)
+@given(hnp.arrays(numeric_dtypes, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)))
 def test_numeric_numpy_arrays_keep_dtype_byte_order_shape_and_every_bit(array):
     decoded = through_frame(array)
     assert same(decoded, array)
@@ -144,6 +144,8 @@ def test_integers_up_to_the_interpreters_digit_limit_round_trip():
     limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
     for value in (10**(limit - 1), -(10**(limit - 1)), 2**64, -(2**64) - 1):
         assert same(through_frame(value), value)
+    with pytest.raises(CodecError, match="длиннее 4300 цифр"):  # не ValueError из str(): это отказ канала
+        Encoder()(10**5000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +168,23 @@ def test_dataclasses_of_the_task_are_rebuilt_by_the_receivers_own_class():
     decoded = Decoder(lambda m, q: {"Hit": Hit, "Chunk": Chunk}[q])(encoded)
     assert type(decoded[0]) is Hit and type(decoded[0].chunk) is Chunk and decoded[0].chunk.tags == ("hr",)
     assert same(decoded[0].score, 0.75) and math.isnan(decoded[1].score)
+
+
+@dataclasses.dataclass
+class Scored:
+    text: str
+    words: int = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        self.words = len(self.text.split())
+
+
+def test_a_dataclass_field_outside_init_arrives_as_the_sender_had_it():
+    """field(init=False) не мешает передаче: значение — отправителя (слушатель мог его поменять), не пересчитанное."""
+    sent = Scored("два слова")
+    sent.words = 7
+    decoded = Decoder(lambda m, q: Scored)(Encoder()(sent))
+    assert type(decoded) is Scored and (decoded.text, decoded.words) == ("два слова", 7)
 
 
 def test_dataclass_by_name_allows_only_task_and_minirag_dataclasses():
@@ -341,6 +360,12 @@ def test_decoder_refuses_a_tree_deeper_than_max_depth_that_fits_the_frame_limits
     ({"dataclass": ["__main__", "X", []]}, "повреждённый dataclass в канале"),
     ({"function": ["1", "f"]}, "неизвестное значение в канале: 'function'"),
     ({"function": [True, "f"]}, "неизвестное значение в канале: 'function'"),
+    ({"int": "abc"}, "повреждённое значение в канале (ValueError"),
+    ({"list": [{"int": "12x"}]}, "повреждённое значение в канале (ValueError"),
+    ({"bytes": "не base64"}, "повреждённое значение в канале"),
+    ({"ndarray": ["<f8", [1], "!!!"]}, "повреждённое значение в канале"),
+    ({"ndarray": ["нет такого типа", [1], "AAAAAAAAAAA="]}, "повреждённое значение в канале (TypeError"),
+    ({"npscalar": ["<f8", 5]}, "повреждённый numpy-массив в канале"),
 ])
 def test_a_malformed_value_is_a_codec_error_with_a_russian_reason(tree, reason):
     with pytest.raises(CodecError) as info:
@@ -412,6 +437,17 @@ def test_broken_json_within_limits_is_a_value_error_not_a_crash(data):
     with pytest.raises(ValueError) as info:
         loads(data, 2**20, FRAME_DEPTH, FRAME_NODES)
     assert not isinstance(info.value, LimitError)  # в пределах: это не «слишком большой ответ», а битый
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le"])
+def test_a_frame_in_utf16_or_utf32_cannot_slip_past_the_limits(encoding):
+    """json.loads от байтов угадывает UTF-16/32 сам, а счёт скобок идёт по UTF-8: такой кадр — битый, не разобранный."""
+    deep = ("[" * 200_000 + "]" * 200_000).encode(encoding)
+    with pytest.raises(ValueError):
+        loads(deep, 2**30, FRAME_DEPTH, 10**9)  # без строгого UTF-8 здесь был RecursionError
+    small = '{"value": [1, 2]}'.encode(encoding)
+    with pytest.raises(ValueError):
+        loads(small, 2**20, FRAME_DEPTH, FRAME_NODES)
 
 
 @PROPERTY

@@ -114,6 +114,21 @@ def test_stray_files_and_hidden_folders_at_the_top_are_skipped_with_a_warning_or
     assert [s.student_id for s in subs] == ["petrov"] and warnings == ["grades.xlsx: не папка слушателя — пропущено"]
 
 
+def test_a_folder_or_file_name_not_in_utf8_costs_that_folder_or_file_only(tmp_path):
+    """Имя в cp1251 с флешки: папку пропускаем с предупреждением (напечатать можно), остальных проверяем."""
+    put(tmp_path / "petrov" / LAB / f"{LAB}.ipynb")
+    bad = os.fsdecode("Петров".encode("cp1251"))
+    put(tmp_path / bad / LAB / f"{LAB}.ipynb")
+    put(tmp_path / "ivanova" / LAB / f"{LAB}.ipynb")
+    put(tmp_path / "ivanova" / LAB / os.fsdecode("данные".encode("cp1251") + b".csv"), b"1")
+    subs, warnings = collect(tmp_path, LAB)
+    assert sorted(by_id(subs)) == ["ivanova", "petrov"] and by_id(subs)["ivanova"].data == NB
+    assert len(warnings) == 1 and "имя папки не в UTF-8" in warnings[0]
+    assert any("имена не в UTF-8 не читаются" in note for note in by_id(subs)["ivanova"].notes)
+    for text in warnings + by_id(subs)["ivanova"].notes:
+        text.encode("utf-8")  # печатается и пишется в CSV без UnicodeEncodeError
+
+
 def test_a_very_long_folder_name_is_cut_to_the_id_limit(tmp_path):
     put(tmp_path / ("ж" * 120) / LAB / f"{LAB}.ipynb")  # 240 байт: длиннее в имени папки не бывает
     (sub,), _ = collect(tmp_path, LAB)

@@ -167,3 +167,19 @@ def test_a_missing_csv_or_a_damaged_roster_file_is_a_clear_error(tmp_path):
     (tmp_path / "roster.json").write_text("{обрыв", encoding="utf-8")
     with pytest.raises(CourseError, match=r"roster\.json повреждён .*: импортируйте список заново \(roster import\)"):
         Roster(tmp_path / "roster.json")
+
+
+@pytest.mark.parametrize("students, why", [
+    ({"id": "petrov"}, "«students» — не список"),
+    (["petrov"], "слушатель №1: нет текстового «id»"),
+    ([{"id": 7}], "слушатель №1: нет текстового «id»"),
+    ([{"id": "petrov", "name": ["Пётр"]}], "«name» и «email» должны быть строками"),
+    ([{"id": "petrov", "aliases": "petya"}], "«aliases» должен быть списком строк"),  # не буквы p, e, t…
+    ([{"id": "petrov", "aliases": [None]}], "«aliases» должен быть списком строк"),
+])
+def test_a_hand_edited_roster_of_the_wrong_shape_is_refused_with_what_is_wrong(tmp_path, students, why):
+    """roster.json правят руками: не та форма — понятный отказ, а не трассировка или алиас из отдельных букв."""
+    (tmp_path / "roster.json").write_text(json.dumps({"students": students}, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(CourseError, match="roster.json повреждён") as info:
+        Roster(tmp_path / "roster.json")
+    assert why in str(info.value)

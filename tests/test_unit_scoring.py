@@ -129,6 +129,14 @@ def test_an_unreadable_work_scores_zero_of_the_test_points_and_says_why():
     assert "Работа не проверена автоматически:** файл не JSON" in outcome.notebook
 
 
+@pytest.mark.parametrize("status", ["error", "not_submitted"])
+def test_the_notebook_of_an_unexecuted_work_shows_no_hidden_test_code(status):
+    """Этот ноутбук ложится в autograded/ (его видит formgrader и слушатель в отзыве nbgrader): без скрытых тестов."""
+    outcome = unexecuted(Task("petrov", "petrov", "k", None, "битый"), context(), status, "файл не JSON")
+    assert "assert f(1) == 2" in outcome.notebook  # видимый тест на месте
+    assert "f(2) == 4" not in outcome.notebook and "HIDDEN TESTS" not in outcome.notebook
+
+
 def test_a_work_not_submitted_gets_a_row_but_no_feedback_page():
     outcome = unexecuted(Task("ivanova", "ivanova", "", None), context(), "not_submitted", "не сдано")
     assert (outcome.result.status, outcome.result.score, outcome.feedback) == ("not_submitted", 0.0, "")
@@ -209,6 +217,20 @@ def test_the_commented_late_policy_example_in_the_course_config_works_as_its_com
         assert late(task, ctx, 33.0)[1] == pytest.approx(penalty)
 
 
+def test_a_deadline_without_a_time_zone_takes_the_machines_offset_on_that_date(monkeypatch):
+    """Срок зимой, проверка летом: смещение — то, что действует в день срока (DST), а не сегодняшнее."""
+    import time
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        winter = Settings.from_config(grading(due={"lab01": "2026-01-15 23:59"})).deadline("x", "lab01")
+        summer = Settings.from_config(grading(due={"lab01": "2026-07-15 23:59"})).deadline("x", "lab01")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert (winter.utcoffset(), summer.utcoffset()) == (timedelta(hours=1), timedelta(hours=2))
+
+
 def test_a_deadline_without_a_time_zone_is_taken_in_the_machines_zone():
     settings = Settings.from_config(grading(due={"lab01": "2026-10-01 23:59"}))
     due = settings.deadline("x", "lab01")
@@ -222,6 +244,10 @@ def test_a_deadline_without_a_time_zone_is_taken_in_the_machines_zone():
     (grading(due={"lab01": "1 октября"}), "Grading.due['lab01']: '1 октября' — не дата. Пишите так: "
                                           "\"2026-10-01 23:59\" (ISO 8601)."),
     (grading(extensions={"lab01": {"petrov": "завтра"}}), "Grading.extensions['lab01']['petrov']: 'завтра' — не дата"),
+    (grading(late_penalty="per_day", late_penalty_per_day="10%"), "Grading.late_penalty_per_day = '10%': нужна доля"),
+    (grading(late_penalty="per_day", late_penalty_per_day=10), "Grading.late_penalty_per_day = 10: нужна доля"),
+    (grading(late_penalty="per_day", late_penalty_per_day=-0.1), "Grading.late_penalty_per_day = -0.1: нужна доля"),
+    (grading(late_penalty="per_day"), "late_penalty_per_day не задан"),
 ])
 def test_a_wrong_late_setting_stops_with_the_fix_not_a_traceback(config, message):
     with pytest.raises(CourseError) as info:

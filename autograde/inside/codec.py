@@ -100,9 +100,13 @@ def scan(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH, max_nodes: int
 
 
 def loads(data: bytes, max_bytes: int, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES):
-    """``json.loads`` после ``scan``: чужой JSON разбирается, только если он в пределах лимитов."""
+    """``json.loads`` после ``scan``: чужой JSON разбирается, только если он в пределах лимитов.
+
+    Только UTF-8: ``json.loads`` от байтов сам угадывает UTF-16 и UTF-32, а ``scan`` считает скобки
+    по байтам UTF-8 — кадр в UTF-16 прошёл бы счёт мимо. Поэтому байты сначала строго
+    декодируются (иначе ``UnicodeDecodeError``, это ``ValueError``), а разбирается уже текст."""
     scan(data, max_bytes, max_depth, max_nodes)
-    return json.loads(data)
+    return json.loads(bytes(data).decode("utf-8"))
 
 
 def _type_name(value) -> str:
@@ -132,7 +136,12 @@ class Encoder:
         if value is None or kind is bool or kind is str:
             return value
         if kind is int:
-            return value if abs(value) < 2**53 else {"int": str(value)}
+            if abs(value) < 2**53:
+                return value
+            try:
+                return {"int": str(value)}
+            except ValueError:  # больше 4300 цифр: str() отказывается (защита Python от долгих переводов)
+                raise CodecError("целое число длиннее 4300 цифр не передаётся") from None
         if kind is float:
             return value if math.isfinite(value) else {"float": repr(value)}
         if kind is complex:
@@ -147,8 +156,8 @@ class Encoder:
         if np is not None and kind is np.ndarray:
             if value.dtype.kind not in NUMERIC_KINDS:
                 raise CodecError(f"numpy-массив с типом {value.dtype} (нужны числа или bool)")
-            array = np.ascontiguousarray(value)
-            return {"ndarray": [array.dtype.str, list(array.shape), base64.b64encode(array.tobytes()).decode("ascii")]}
+            # tobytes() — байты в порядке C при любом расположении; форма — как есть (и у 0-мерного массива)
+            return {"ndarray": [value.dtype.str, list(value.shape), base64.b64encode(value.tobytes()).decode("ascii")]}
         if np is not None and isinstance(value, np.generic) and kind.__module__ == "numpy":
             if value.dtype.kind not in NUMERIC_KINDS:
                 raise CodecError(f"numpy-скаляр типа {value.dtype}")
@@ -204,6 +213,14 @@ class Decoder:
         self.nodes = 0
 
     def __call__(self, data, depth: int = 0):
+        if depth:
+            return self._decode(data, depth)
+        try:  # битое тело внутри верного тега (int "abc", не base64, чужой dtype) — тоже отказ канала
+            return self._decode(data, 0)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise CodecError(f"повреждённое значение в канале ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+    def _decode(self, data, depth: int):
         self.nodes += 1
         if depth > MAX_DEPTH or self.nodes > MAX_NODES:
             raise CodecError("слишком глубокое или слишком большое значение")
@@ -260,10 +277,16 @@ class Decoder:
         if cls is None:
             raise CodecError(f"dataclass {qualname} не из задания: верни объекты классов, которые дало задание "
                              "(или простые данные)")
-        names = [f.name for f in dataclasses.fields(cls) if f.init]
-        if sorted(fields) != sorted(names):
-            raise CodecError(f"у {qualname} поля {sorted(fields)}, а в задании {sorted(names)}")
-        return cls(**{name: self(fields[name], depth + 1) for name in names})
+        every = [f.name for f in dataclasses.fields(cls)]
+        if sorted(fields) != sorted(every):
+            raise CodecError(f"у {qualname} поля {sorted(fields)}, а в задании {sorted(every)}")
+        values = {name: self(fields[name], depth + 1) for name in every}
+        init = {f.name for f in dataclasses.fields(cls) if f.init}
+        obj = cls(**{name: value for name, value in values.items() if name in init})
+        for name in every:  # поля field(init=False): как были у отправителя, а не как их заново посчитал класс
+            if name not in init:
+                object.__setattr__(obj, name, values[name])
+        return obj
 
 
 def _array(dtype, shape, data):
