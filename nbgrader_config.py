@@ -93,7 +93,7 @@ class UseSandboxedGrading(_Preprocessor):
         if os.environ.get("AUTOGRADE_ALLOW_NBGRADER") != "1":
             raise RuntimeError("В этом курсе работы проверяет только `python -m autograde grade LAB` (песочница, "
                                "тесты в отдельном процессе). Автопроверка nbgrader и кнопка Autograde в formgrader "
-                               "отключены: см. autograde/README.md.")
+                               "отключены: см. src/autograde/README.md.")
         return nb, resources
 
 

@@ -9,7 +9,7 @@
    заголовков. Test (``DEMO_TEST``) печатается рядом и в выборе не участвует.
 2. **Ответ** на dev-вопросах из ``benchmarks/ask_questions.json``, семь частей со своими корпусами
    («demo» — демо-корпус файлами и два README; «book» — README.md, докстринги minirag и главы;
-   «course_docs» — autograde/README.md, докстринги autograde, задания лабораторных, глоссарий;
+   «course_docs» — src/autograde/README.md, докстринги autograde, задания лабораторных, глоссарий;
    «wiki», «kedr», «kamerton» и «vetklinika» — ``benchmarks/ask_corpora/wiki``, ``kedr``, ``kamerton`` и
    ``vetklinika``, вики вымышленной компании, документы вымышленной турбазы, детской школы искусств и
    ветеринарной клиники, бывшие test): перебор ``ANSWER_GRID`` —
@@ -125,7 +125,7 @@ def export_book_corpus(folder: Path) -> Path:
 
 
 def export_course_docs(folder: Path) -> Path:
-    """Корпус dev-части «course_docs» файлами: autograde/README.md, докстринги модулей autograde (читаются ast, без импорта),
+    """Корпус dev-части «course_docs» файлами: src/autograde/README.md, докстринги модулей autograde (читаются ast, без импорта),
     markdown-ячейки выданных лабораторных и глоссарий книги."""
     (folder / "labs").mkdir(parents=True, exist_ok=True)
     (folder / "autograde").mkdir(exist_ok=True)
@@ -191,7 +191,7 @@ def rank(index, method: str, bm25, query: str, k: int = 10):
 def retrieval_table() -> list[dict]:
     """hit@3 и MRR на dev и test для каждой настройки поиска, без заголовков чанков в векторах и с ними
     (``Index.build(..., headers=True)``); BM25 зависит только от стемминга и заголовков."""
-    from minirag import DEMO_DEV, DEMO_DOCS, DEMO_TEST, Index, hit_at_k, index_bm25, reciprocal_rank
+    from minirag import DEMO_DOCS, Index, index_bm25
 
     rows, seen_bm25 = [], set()
     for (name, make, method), headers in itertools.product(retrieval_candidates(), (False, True)):
@@ -204,13 +204,22 @@ def retrieval_table() -> list[dict]:
         bm25 = index_bm25(index) if method != "cosine" else None
         row = {"embedder": "tokens" + (", stem" if stem else "") if method == "bm25" else name, "method": method,
                "headers": headers, "dim": int(index.vectors.shape[1])}
-        for split, labeled in (("dev", DEMO_DEV), ("test", DEMO_TEST)):
-            answerable = [q for q in labeled if q.relevant]
-            ranked = [rank(index, method, bm25, q.text) for q in answerable]
-            row[f"{split}_hit3"] = float(np.mean([hit_at_k(r, q.relevant, 3) for r, q in zip(ranked, answerable)]))
-            row[f"{split}_mrr"] = float(np.mean([reciprocal_rank(r, q.relevant) for r, q in zip(ranked, answerable)]))
+        row.update(split_scores(index, method, bm25))
         rows.append(row)
     return rows
+
+
+def split_scores(index, method: str, bm25) -> dict[str, float]:
+    """hit@3 и MRR на dev и test размеченных запросов демо-корпуса (вопросы без ответа не в счёт)."""
+    from minirag import DEMO_DEV, DEMO_TEST, hit_at_k, reciprocal_rank
+
+    scores = {}
+    for split, labeled in (("dev", DEMO_DEV), ("test", DEMO_TEST)):
+        answerable = [q for q in labeled if q.relevant]
+        ranked = [rank(index, method, bm25, q.text) for q in answerable]
+        scores[f"{split}_hit3"] = float(np.mean([hit_at_k(r, q.relevant, 3) for r, q in zip(ranked, answerable)]))
+        scores[f"{split}_mrr"] = float(np.mean([reciprocal_rank(r, q.relevant) for r, q in zip(ranked, answerable)]))
+    return scores
 
 
 def best_retrieval(rows: list[dict]) -> dict:
@@ -230,7 +239,7 @@ def system_table(names=tuple(SYSTEMS)) -> tuple[list[dict], dict]:
     """hit@3 и MRR на dev и test для систем ``SYSTEMS`` (индексы с заголовками чанков, как у ``index``) и время:
     построение индекса демо-корпуса и поиск всех размеченных запросов, по эмбеддеру; e5 — только если он работает
     на этой машине."""
-    from minirag import DEMO_DEV, DEMO_DOCS, DEMO_TEST, Index, e5_available, hit_at_k, index_bm25, reciprocal_rank
+    from minirag import DEMO_DEV, DEMO_DOCS, DEMO_TEST, Index, e5_available, index_bm25
     from minirag.defaults import EMBEDDERS
 
     names = [n for n in names if SYSTEMS[n][0] != "e5" or e5_available() is None]
@@ -252,11 +261,7 @@ def system_table(names=tuple(SYSTEMS)) -> tuple[list[dict], dict]:
         index = indexes[embedder_name]
         bm25 = index_bm25(index) if method != "cosine" else None
         row = {"name": name, "embedder": embedder_name, "method": method}
-        for split, labeled in (("dev", DEMO_DEV), ("test", DEMO_TEST)):
-            answerable = [q for q in labeled if q.relevant]
-            ranked = [rank(index, method, bm25, q.text) for q in answerable]
-            row[f"{split}_hit3"] = float(np.mean([hit_at_k(r, q.relevant, 3) for r, q in zip(ranked, answerable)]))
-            row[f"{split}_mrr"] = float(np.mean([reciprocal_rank(r, q.relevant) for r, q in zip(ranked, answerable)]))
+        row.update(split_scores(index, method, bm25))
         rows.append(row)
     return rows, seconds
 

@@ -133,8 +133,8 @@ def kernel_start_seconds(sandboxed: bool, repeat: int = 10) -> float:
     import statistics
 
     sys.path.insert(0, str(ROOT))
-    from autograde.cells import Execution
-    from autograde.kernel import KernelSession
+    from autograde.run.kernel import KernelSession
+    from autograde.run.record import Execution
     from autograde.sandbox import Limits, start
 
     times = []
@@ -161,17 +161,17 @@ def baseline_checkout(tmp: Path, revision: str) -> Path:
 
 
 def main_write_seconds(tmp: Path, graded: Path, lab: str) -> float:
-    """Цена главного процесса на одну работу: ``outputs.write`` — итог, проверенный ноутбук, отзыв и строка
+    """Цена главного процесса на одну работу: ``save.write`` — итог, проверенный ноутбук, отзыв и строка
     базы оценок. Её он делает один за всех работников; меряется записью готовых итогов ``graded`` заново
     в свежую копию курса (одна база на всё, как в ``grade``)."""
     sys.path.insert(0, str(ROOT))
     from nbgrader.api import Gradebook
 
-    from autograde import outputs
     from autograde.course import Course
-    from autograde.master import build_master, register
-    from autograde.results import load
-    from autograde.worker import Outcome
+    from autograde.lab.master import build_master, register
+    from autograde.run.worker import Outcome
+    from autograde.store import save
+    from autograde.store.results import load
 
     source = Course.load(graded).lab(lab)
     outcomes = [Outcome(r, (source.autograded(r.student) / f"{lab}.ipynb").read_text(encoding="utf-8"),
@@ -183,7 +183,7 @@ def main_write_seconds(tmp: Path, graded: Path, lab: str) -> float:
     start = time.perf_counter()
     with Gradebook(course.db_url, course.course_id) as gb:
         for outcome in outcomes:
-            outputs.write(course, target, outcome, gb)
+            save.write(course, target, outcome, gb)
     return (time.perf_counter() - start) / len(outcomes)
 
 

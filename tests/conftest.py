@@ -2,14 +2,11 @@
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]  # корень репозитория: один на все тесты (``from conftest import ROOT``)
-if str(ROOT) not in sys.path:  # пакет autograde лежит в корне и не устанавливается
-    sys.path.insert(0, str(ROOT))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -1,8 +1,8 @@
 """Отдельно запущенные ``dask scheduler`` и ``dask worker`` на 127.0.0.1 — для tests/test_cluster.py и бенчмарка.
 
-Так их запускает преподаватель на кластере (autograde/README.md), только на одной машине: планировщик
-и работники — отдельные процессы, работники видят autograde из корня репозитория (PYTHONPATH), по
-одному потоку на процесс. Они ограничены сами: планировщик выключается после простоя
+Так их запускает преподаватель на кластере (src/autograde/README.md), только на одной машине: планировщик
+и работники — отдельные процессы, работники видят autograde только из окружения курса (без PYTHONPATH и
+не из корня репозитория: их рабочая папка — папка журнала), по одному потоку на процесс. Они ограничены сами: планировщик выключается после простоя
 (``--idle-timeout``), работники — без планировщика (``--death-timeout``); на выходе из
 ``scheduler_with_workers`` их группы процессов останавливаются.
 """
@@ -16,15 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grading import ROOT, free_port
+from grading import free_port
 
 
 def _dask(*args: str, env: dict | None, log: Path) -> subprocess.Popen:
     """``python -m dask ...`` в своей группе процессов (её и остановим)."""
     environment = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    environment.update({"PYTHONPATH": str(ROOT), "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}, **(env or {}))
+    environment.update({"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}, **(env or {}))
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=ROOT, env=environment, stdout=out,
+        return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=log.parent, env=environment, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 # Лимиты с запасом: честная ячейка на загруженной 2-ядерной машине не должна упираться в тайм-аут
 CELL_TIMEOUT = 20
 LIMITS = ["--cell-timeout", str(CELL_TIMEOUT), "--timeout", "180", "--memory", "512"]

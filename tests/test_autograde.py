@@ -459,7 +459,7 @@ def test_hostile_lms_zip_costs_one_row_per_bad_entry(lab, tmp_path):
 
 
 def test_lms_zip_pattern_finds_student_ids(tmp_path):
-    from autograde.intake import collect
+    from autograde.intake.submissions import collect
 
     archive = tmp_path / "lms.zip"
     with zipfile.ZipFile(archive, "w") as z:
@@ -515,7 +515,7 @@ def test_oversized_replies_and_notebooks_cost_one_cached_row_each(lab, tmp_path)
     """Ответ ядра глубиной 200 000 и из миллиона пустых списков, ответ в 12 МБ, ноутбук в 29 МБ: по строке с
     причиной, которая называет работу (не «сбой проверки»), итог кэшируется, память проверяющего — в бюджете
     README, соседняя честная работа не задета."""
-    from autograde.notebook import MAX_FILE
+    from autograde.lab.notebook import MAX_FILE
 
     course = ac.course_copy(tmp_path / "course")
     cases = ac.oversized_cases(lab) + [ac.Case("full", {f"{LAB}.ipynb": ac.dumps(lab.notebook())}, "ok", 33, "",
@@ -707,7 +707,7 @@ def test_grade_fails_loudly_on_unknown_lab_or_missing_config(graded, tmp_path):
 
 
 def test_student_markup_is_made_safe_by_a_sanitizer():
-    from autograde.sanitize import markdown_html, printable
+    from autograde.render.sanitize import markdown_html, printable
 
     out = markdown_html("**жирно** <script>alert(1)</script> <img src=x onerror=alert(2)> [ссылка](javascript:alert(3))")
     assert "<strong>жирно</strong>" in out
@@ -732,7 +732,7 @@ def test_a_test_cell_marked_for_the_kernel_runs_there_and_others_run_in_the_judg
     """Ячейка теста с ``"autograde": {"kernel": true}`` исполняется в ядре слушателя (ей нужен его вывод);
     остальные тесты — у судьи, ячейки преподавателя — и там, и там."""
     from autograde.course import Course
-    from autograde.master import build_master
+    from autograde.lab.master import build_master
 
     course = Course.load(ROOT)
     master = build_master(course.lab(LAB).source_notebook, LAB, course.config)

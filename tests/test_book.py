@@ -310,16 +310,20 @@ def test_no_glue_call_in_any_visible_code(built_book):
         assert not leaked, f"{page}: вызов glue( виден читателю — перенеси его в ячейку с тегом remove-cell: {leaked[0]}"
 
 
+def output_texts(built_book):
+    """(страница, текст одного вывода ячейки) по всем страницам книги."""
+    for page in toc_files():
+        for output in page_soup(built_book, page).select(".cell_output, .output"):
+            yield page, output.get_text()
+
+
 @pytest.mark.slow
 def test_no_raw_traceback_on_any_page(built_book):
     # трассировка Python или IPython (строка из дефисов, затем имя исключения) и пути машины сборки
     markers = re.compile(r"Traceback \(most recent call last\)|-{20,}\s*\n\s*\w*(?:Error|Exception)|site-packages|File /")
-    for page in toc_files():
-        soup = page_soup(built_book, page)
-        for output in soup.select(".cell_output, .output"):
-            text = output.get_text()
-            found = [m.group(0) for m in markers.finditer(text)]
-            assert not found, f"{page}: в выводе сырая трассировка или путь машины сборки ({found[0]!r}):\n{text[:400]}"
+    for page, text in output_texts(built_book):
+        found = [m.group(0) for m in markers.finditer(text)]
+        assert not found, f"{page}: в выводе сырая трассировка или путь машины сборки ({found[0]!r}):\n{text[:400]}"
 
 
 @pytest.mark.slow
@@ -327,12 +331,9 @@ def test_no_temporary_folder_path_in_any_output(built_book):
     # путь временной папки сборки (/tmp/tmpabc123/…, C:\\…\\Temp\\…) читателю ничего не говорит: в главе он меняется
     # при каждой сборке, а в терминале у читателя его нет
     temporary = re.compile(r"(?:/tmp/|/var/folders/|\\Temp\\)\S*|\btmp[a-z0-9_]{6,}\b")
-    for page in toc_files():
-        soup = page_soup(built_book, page)
-        for output in soup.select(".cell_output, .output"):
-            text = output.get_text()
-            found = temporary.search(text)
-            assert not found, f"{page}: в выводе путь временной папки {found.group(0)!r}:\n{text[:400]}"
+    for page, text in output_texts(built_book):
+        found = temporary.search(text)
+        assert not found, f"{page}: в выводе путь временной папки {found.group(0)!r}:\n{text[:400]}"
 
 
 @pytest.mark.slow

@@ -1,14 +1,9 @@
 """Итог ``python -m autograde check``: слушатель видит не только «всё видимое пройдено», но и сколько баллов
 ещё не проверено — скрытыми тестами и преподавателем вручную (числа с согласованными существительными)."""
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from autograde.check import CheckResult, Report, render  # noqa: E402
+from autograde.commands.check import CheckResult, Report, render
 
 
 def _report(*results):

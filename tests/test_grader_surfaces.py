@@ -33,7 +33,7 @@ def formulas(text: str) -> list[str]:
 
 
 def test_spreadsheet_cell_neutralises_text_and_keeps_numbers():
-    from autograde.results import spreadsheet_cell
+    from autograde.store.results import spreadsheet_cell
 
     assert spreadsheet_cell(HYPERLINK) == "'" + HYPERLINK
     assert spreadsheet_cell("-5") == "'-5"  # похоже на число, но пришло текстом — от слушателя
@@ -45,7 +45,8 @@ def test_spreadsheet_cell_neutralises_text_and_keeps_numbers():
 
 
 def test_grades_csv_has_no_formula_cells(tmp_path):
-    from autograde.results import Result, write_csv
+    from autograde.lab.result import Result
+    from autograde.store.results import write_csv
 
     results = [Result(f"id-{i}", name, "lab01_mini_rag", "k", "ok", name, 0.5 * i, 33) for i, name in enumerate(HOSTILE)]
     path = write_csv(tmp_path / "lab01_mini_rag.csv", results, {})
@@ -58,7 +59,7 @@ def test_grades_csv_has_no_formula_cells(tmp_path):
 
 @pytest.mark.parametrize("style", ["wide", "moodle", "canvas"])
 def test_every_export_format_has_no_formula_cells(style):
-    from autograde.export import table
+    from autograde.commands.export import table
 
     people = {f"k{i}": {"id": name, "name": HOSTILE[-1 - i], "email": CALC if i % 2 else name}
               for i, name in enumerate(HOSTILE)}
@@ -73,10 +74,10 @@ def test_every_export_format_has_no_formula_cells(style):
 def test_control_and_bidi_characters_reach_feedback_only_as_codes():
     """ESC и U+202E из сообщения исключения слушателя — в отзыве кодами; цвета трассировки остаются цветами."""
     from autograde.course import ROOT, Course
-    from autograde.feedback import render, visible
-    from autograde.master import build_master
-    from autograde.results import Result
-    from autograde.sanitize import notebook, shown
+    from autograde.lab.master import build_master
+    from autograde.lab.result import Result
+    from autograde.render.feedback import render, visible
+    from autograde.render.sanitize import notebook, shown
 
     course = Course.load(ROOT)
     master = build_master(course.lab(ac.LAB).source_notebook, ac.LAB, course.config)
@@ -114,10 +115,10 @@ def _moodle_zip(path: Path, entries: dict[str, tuple[bytes, tuple]], lab: str) -
 def test_a_known_name_with_a_new_lms_number_is_flagged_until_roster_merge(tmp_path):
     """Захват личности: «petrov_555» не заменяет работу petrov, сданную под номером 123, пока преподаватель
     не подтвердит их одним человеком (``roster merge``)."""
-    from autograde import roster
     from autograde.course import Course
-    from autograde.history import History
-    from autograde.intake import admit
+    from autograde.intake import roster
+    from autograde.intake.history import History
+    from autograde.intake.submissions import admit
 
     course_dir = ac.course_copy(tmp_path / "course")
     course = Course.load(course_dir)
@@ -143,7 +144,7 @@ def test_a_known_name_with_a_new_lms_number_is_flagged_until_roster_merge(tmp_pa
     [note] = notes["petrov_555"]
     assert "с номером участника LMS 555" in note and "под номером 123" in note
     assert "python -m autograde roster merge petrov_555 petrov" in note
-    from autograde.feedback import for_student
+    from autograde.render.feedback import for_student
 
     assert for_student(f"не сдано; {note}") == "не сдано"  # номер petrov — для преподавателя, не в отзыв
 
@@ -155,10 +156,10 @@ def test_a_known_name_with_a_new_lms_number_is_flagged_until_roster_merge(tmp_pa
 
 def test_two_new_numbers_for_one_known_name_in_one_upload_are_both_flagged(tmp_path):
     """Когда номера ещё не записаны, чья работа настоящая — не угадать: ни одна не сливается молча."""
-    from autograde import roster
     from autograde.course import Course
-    from autograde.history import History
-    from autograde.intake import admit
+    from autograde.intake import roster
+    from autograde.intake.history import History
+    from autograde.intake.submissions import admit
 
     course = Course.load(ac.course_copy(tmp_path / "course"))
     lab = course.lab(ac.LAB)
@@ -175,14 +176,14 @@ def test_two_new_numbers_for_one_known_name_in_one_upload_are_both_flagged(tmp_p
 
 
 def test_files_given_with_the_lab_are_not_remarked_on_but_others_are(tmp_path):
-    """labkit.py и данные задания лежат рядом с ноутбуком у каждого слушателя: замечание «лишние файлы» —
+    """Данные задания лежат рядом с ноутбуком у каждого слушателя: замечание «лишние файлы» —
     только о чужих файлах, иначе оно стоит в каждой строке, даже у работы на все баллы."""
-    from autograde.intake import collect
+    from autograde.intake.submissions import collect
 
     folder = tmp_path / "petrov" / "lab05_bm25_hybrid"
     folder.mkdir(parents=True)
     (folder / "lab05_bm25_hybrid.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
-    for name in ("labkit.py", "lab05_data.json", "scratch.py"):
+    for name in ("lab05_data.json", "scratch.py"):
         (folder / name).write_text("x = 1\n")
-    (sub,), _ = collect(tmp_path, "lab05_bm25_hybrid", given=frozenset({"labkit.py", "lab05_data.json"}))
+    (sub,), _ = collect(tmp_path, "lab05_bm25_hybrid", given=frozenset({"lab05_data.json"}))
     assert sub.notes == ["лишние файлы не проверяются: scratch.py"]

@@ -43,7 +43,7 @@ def jupyterlab(tmp_path_factory):
     shutil.copy(ROOT / "nbgrader_config.py", course)
     for lab in IN_BROWSER:
         shutil.copytree(ROOT / "labs" / lab, course / "labs" / lab)
-        # решённая работа лежит как у слушателя: рядом с ноутбуком — файлы выдачи (labkit.py, данные)
+        # решённая работа лежит как у слушателя: рядом с ноутбуком — файлы выдачи (данные задания)
         shutil.copytree(ROOT / "labs" / lab, course / "solved" / lab)
         shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "solved" / lab / f"{lab}.ipynb")
     home = tmp_path_factory.mktemp("home")

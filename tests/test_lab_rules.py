@@ -1,4 +1,4 @@
-"""Правило авторов проверок (autograde/README.md, «Правило для авторов проверок»): ожидаемое значение
+"""Правило авторов проверок (src/autograde/README.md, «Правило для авторов проверок»): ожидаемое значение
 скрытого теста не считается из результата функции слушателя — иначе слушатель, который знает, когда его
 зовёт судья, подгоняет под свою ошибку и ответ, и «ожидание». Разбор — tests/lab_rules.py."""
 
@@ -52,3 +52,14 @@ assert abs(_got - _want) <= 1e-6
 def test_the_review_tells_student_output_from_judge_owned_inputs(source, bad):
     students = {"bm25_scores", "bm25_top", "rrf", "cosine", "normalize"}
     assert bool(cell_violations(source, students)) is bad
+
+
+def test_the_written_answer_stub_of_the_config_is_the_one_labkit_and_check_look_for():
+    """Заготовку письменного ответа пишет nbgrader (ClearSolutions.text_stub), ищут её labkit и check — одна строка."""
+    from autograde.course import load_config
+    from labkit import STUB
+
+    assert load_config(ROOT).ClearSolutions.text_stub.startswith(STUB)
+    for lab in LABS:
+        released = (ROOT / "labs" / lab / f"{lab}.ipynb").read_text(encoding="utf-8")
+        assert STUB in released, f"{lab}: в выданной версии нет заготовки «{STUB}»"

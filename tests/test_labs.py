@@ -40,10 +40,6 @@ from learner_class import ALL as LEARNER_CLASS
 from learner_class import notebook as learner_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # пакет autograde лежит в корне репозитория и не устанавливается
-    sys.path.insert(0, str(ROOT))
-if str(ROOT / "solutions") not in sys.path:  # labkit.py — общие помощники проверок, лежат рядом с ноутбуками
-    sys.path.insert(0, str(ROOT / "solutions"))
 HONEST_LEARNERS = [learner for learner in LEARNER_CLASS if learner.expect_full]
 LABS = ["lab01_mini_rag", "lab02_own_docs", "lab03_k3_vs_k5", "lab04_hash_failures", "lab05_bm25_hybrid",
         "lab06_grounded_answers"]

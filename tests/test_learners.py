@@ -80,7 +80,7 @@ def test_learner_gets_exactly_the_points_their_work_deserves(graded, learner):
 
 def test_check_gives_the_learner_the_same_verdict_as_grade(graded):
     """Что слушатель видит в ``check`` (видимые тесты), то и получает у преподавателя."""
-    from autograde.check import check, render
+    from autograde.commands.check import check, render
     from autograde.course import safe_key
     from minirag import plural
 

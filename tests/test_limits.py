@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograde.inside.codec import FRAME_DEPTH, FRAME_NODES, MAX_NODES, Decoder, Encoder, LimitError, loads, scan
+from autograde.judge.codec import FRAME_DEPTH, FRAME_NODES, MAX_NODES, Decoder, Encoder, LimitError, loads, scan
 
 DEEP = b"[" * 200_000 + b"]" * 200_000
 MILLION = b'{"value": {"list": [' + b",".join([b'{"list": []}'] * 1_000_000) + b"]}}"
@@ -67,7 +67,7 @@ def test_every_honest_value_the_encoder_produces_passes(value):
 
 
 def test_the_relay_refuses_an_oversized_reply_as_the_works_fault():
-    from autograde.channel import FrameReader
+    from autograde.run.channel import FrameReader
 
     for payload, kind in ((DEEP, "depth"), (MILLION, "nodes")):
         ours, theirs = socket.socketpair()
@@ -86,9 +86,9 @@ def test_the_relay_refuses_an_oversized_reply_as_the_works_fault():
 
 
 def test_a_kernel_message_over_the_limits_stops_the_kernel_with_a_reason():
-    from autograde.kernel import MESSAGE_DEPTH, _unpack
+    from autograde.lab.verdict import verdict
+    from autograde.run.kernel import MESSAGE_DEPTH, _unpack
     from autograde.sandbox import Limits
-    from autograde.verdict import verdict
 
     assert _unpack(b'{"name": "stdout", "text": "[[[["}') == {"name": "stdout", "text": "[[[["}
     with pytest.raises(LimitError) as info:
@@ -97,7 +97,7 @@ def test_a_kernel_message_over_the_limits_stops_the_kernel_with_a_reason():
 
     from nbformat.v4 import new_code_cell, new_notebook
 
-    from autograde.cells import Event
+    from autograde.run.record import Event
 
     nb = new_notebook(cells=[new_code_cell("print(1)")])
     status, message = verdict([Event("reply", 0, str(info.value))], nb, Limits(), [])
@@ -115,7 +115,7 @@ def _notebook(*sources: str, grade_id: str | None = None) -> bytes:
 
 
 def test_a_cell_over_256_kb_is_one_clear_error_naming_it():
-    from autograde.notebook import MAX_CELL, SubmissionError, read_submission
+    from autograde.lab.notebook import MAX_CELL, SubmissionError, read_submission
 
     assert read_submission(_notebook("x" * MAX_CELL))[0][0]["source"] == "x" * MAX_CELL
     with pytest.raises(SubmissionError, match=r"^«why_cosine»: ответ длиннее 256 КБ \(1 024 КБ\) — работа не проверена"):
@@ -125,7 +125,7 @@ def test_a_cell_over_256_kb_is_one_clear_error_naming_it():
 
 
 def test_all_cells_together_are_capped_and_so_are_file_size_and_json_values():
-    from autograde.notebook import MAX_CELL, MAX_FILE, SubmissionError, read_submission
+    from autograde.lab.notebook import MAX_CELL, MAX_FILE, SubmissionError, read_submission
 
     with pytest.raises(SubmissionError, match="текст всех ячеек длиннее 2 048 КБ"):
         read_submission(_notebook(*["z" * MAX_CELL] * 9))
@@ -137,8 +137,8 @@ def test_all_cells_together_are_capped_and_so_are_file_size_and_json_values():
 
 
 def test_intake_reads_no_more_than_the_file_cap(tmp_path):
-    from autograde.intake import collect
-    from autograde.notebook import MAX_FILE
+    from autograde.intake.submissions import collect
+    from autograde.lab.notebook import MAX_FILE
 
     folder = tmp_path / "petrov" / "lab01_mini_rag"
     folder.mkdir(parents=True)
@@ -178,7 +178,7 @@ def test_an_exception_from_learner_code_names_the_function_and_its_line():
     """«AttributeError: 'str' object has no attribute 'lines'» одного мало: слушателю нужна функция и строка."""
     import linecache
 
-    from autograde.inside.codec import exception_reply
+    from autograde.judge.codec import exception_reply
 
     cell = "def claims(answer):\n    text = answer.strip()\n    return text.lines()\n"
     filename = "/tmp/ipykernel_4242/123456.py"  # так ipykernel называет ячейку
@@ -200,7 +200,7 @@ def test_a_flooding_kernel_holds_no_more_output_than_the_budget_plus_one():
     """Ядро само отбрасывает вывод сверх бюджета: превышение до проверки доходит, а буфер не растёт до RLIMIT_AS."""
     from jupyter_client.manager import start_new_kernel
 
-    from autograde.channel import INSTALL_BRIDGE
+    from autograde.run.channel import INSTALL_BRIDGE
 
     manager, client = start_new_kernel(kernel_name="python3")
     try:

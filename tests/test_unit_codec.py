@@ -1,4 +1,4 @@
-"""Канал между ядром слушателя и судьёй (``autograde/inside/codec.py``) — напрямую, без песочницы и ядер.
+"""Канал между ядром слушателя и судьёй (``autograde/judge/codec.py``) — напрямую, без песочницы и ядер.
 
 Что передаётся туда и обратно без потерь (тип, форма, порядок байт), что отказывается с
 понятной причиной по-русски (``CodecError``) и что чужой JSON не разбирается вовсе сверх
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograde.inside.codec import (
+from autograde.judge.codec import (
     FRAME_DEPTH,
     FRAME_NODES,
     MAX_DEPTH,
@@ -491,7 +491,7 @@ def test_an_exception_reply_keeps_type_ancestry_and_a_bounded_message():
 # ---------- ответ ядра в доверенном процессе: битый кадр — отказ, а не сбой ----------
 @pytest.mark.parametrize("payload", [b'{"value": [1, 2', b"[1, 2, 3]", '"строка"'.encode(), b"\xff\xfe not json", b"null"])
 def test_the_relay_turns_a_corrupt_or_non_object_reply_into_a_refusal(payload):
-    from autograde.channel import FrameReader
+    from autograde.run.channel import FrameReader
 
     ours, theirs = socket.socketpair()
     with ours, theirs:

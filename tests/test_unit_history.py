@@ -1,4 +1,4 @@
-"""История сдач (``autograde/history.py``) напрямую, в tmp_path: какие версии хранятся и какая проверяется.
+"""История сдач (``autograde/intake/history.py``) напрямую, в tmp_path: какие версии хранятся и какая проверяется.
 
 Обещания модуля: каждая версия работы сохраняется один раз, проверяется самая новая по времени
 сдачи LMS (а не по порядку выгрузок), слияние двух записей одного слушателя переносит его версии,
@@ -13,8 +13,8 @@ from datetime import datetime, timedelta, timezone
 
 from unit_lab import master
 
-from autograde.history import History, releases
-from autograde.intake import Submission
+from autograde.intake.history import History, releases
+from autograde.intake.submissions import Submission
 
 MSK = timezone(timedelta(hours=3))
 

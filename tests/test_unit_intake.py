@@ -1,4 +1,4 @@
-"""Приём сдач (``autograde/intake.py``) напрямую, в tmp_path: папка ``<id>/<LAB>/…`` и zip из LMS.
+"""Приём сдач (``autograde/intake/submissions.py``) напрямую, в tmp_path: папка ``<id>/<LAB>/…`` и zip из LMS.
 
 Обещания модуля: исходники только читаются (ссылки не разыменовываются, из архива ничего не
 распаковывается), время сдачи — от LMS или файловой системы, одна плохая сдача — одна строка с
@@ -18,10 +18,10 @@ from types import SimpleNamespace
 import pytest
 
 from autograde.course import DEFAULT_ID_PATTERN, CourseError
-from autograde.history import History
-from autograde.intake import MAX_ID, admit, collect
-from autograde.notebook import MAX_FILE
-from autograde.roster import Roster
+from autograde.intake.history import History
+from autograde.intake.roster import Roster
+from autograde.intake.submissions import MAX_ID, admit, collect
+from autograde.lab.notebook import MAX_FILE
 
 LAB = "lab01_mini_rag"
 NB = json.dumps({"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}}], "metadata": {},

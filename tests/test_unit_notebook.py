@@ -1,4 +1,4 @@
-"""Сдача → проверяемый ноутбук (``autograde/notebook.py``) напрямую: разбор файла и сборка с эталоном.
+"""Сдача → проверяемый ноутбук (``autograde/lab/notebook.py``) напрямую: разбор файла и сборка с эталоном.
 
 Эталон — крошечная лабораторная из tests/unit_lab.py; ядра, песочница и nbgrader CLI не нужны.
 Пределы размера файла, ячеек и числа значений JSON проверяет tests/test_limits.py — здесь всё
@@ -15,8 +15,8 @@ import pytest
 from nbgrader import utils as nbutils
 from unit_lab import STUB, TEST_SOURCE, master, own, submitted
 
-from autograde.master import gid
-from autograde.notebook import SubmissionError, merge, read_submission, suspicious
+from autograde.lab.master import gid
+from autograde.lab.notebook import SubmissionError, merge, read_submission, suspicious
 
 
 def notebook_bytes(cells, **top) -> bytes:

@@ -1,4 +1,4 @@
-"""Список группы (``autograde/roster.py``) и ключ слушателя (``course.safe_key``) напрямую.
+"""Список группы (``autograde/intake/roster.py``) и ключ слушателя (``course.safe_key``) напрямую.
 
 Кто есть кто: id из сдачи сводится к слушателю по id, имени, почте и псевдонимам (без регистра и
 лишних пробелов), номер участника LMS снимается, только если имя в группе одно; незнакомое и
@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from autograde.course import CourseError, safe_key
-from autograde.roster import IDENTITY_PREFIX, Roster, import_csv
+from autograde.intake.roster import IDENTITY_PREFIX, Roster, import_csv
 
 STUDENTS = [
     {"id": "petrov", "name": "Иван Петров", "email": "Petrov@Example.org", "aliases": ["ivan-hub", "Иван Петров_123"]},

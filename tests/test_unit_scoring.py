@@ -1,4 +1,4 @@
-"""Баллы, итоги и опоздание напрямую: ``autograde/scoring.py``, ``worker.late``/``unexecuted``/``task_key``, сроки в ``course.Settings``.
+"""Баллы, итоги и опоздание напрямую: ``autograde/lab/scoring.py``, ``worker.late``/``unexecuted``/``task_key``, сроки в ``course.Settings``.
 
 Исполненный ноутбук здесь собирается руками (выходы ячеек — как их записал бы проверяющий), так
 что ни ядро, ни судья, ни песочница не нужны. Эталон — крошечная лабораторная из tests/unit_lab.py:
@@ -18,12 +18,12 @@ from nbformat.v4 import new_output
 from traitlets.config import Config
 from unit_lab import master, submitted
 
-from autograde.cells import not_executed
 from autograde.course import CourseError, Settings
-from autograde.notebook import merge
+from autograde.lab.notebook import merge
+from autograde.lab.scoring import MESSAGE_LIMIT, cut, first_error, score
+from autograde.run.record import not_executed
+from autograde.run.worker import Context, Task, late, task_key, unexecuted
 from autograde.sandbox import Limits
-from autograde.scoring import MESSAGE_LIMIT, cut, first_error, score
-from autograde.worker import Context, Task, late, task_key, unexecuted
 
 TEST = 3  # номер ячейки test_f в собранном ноутбуке
 

@@ -1,6 +1,6 @@
-"""Статус и сообщение работы (``autograde/verdict.py``) по событиям исполнения — события собраны руками.
+"""Статус и сообщение работы (``autograde/lab/verdict.py``) по событиям исполнения — события собраны руками.
 
-``Event`` — из ``autograde.cells``, как их записали бы ядро, сторож и судья; выходы ячеек — как
+``Event`` — из ``autograde.run.record``, как их записали бы ядро, сторож и судья; выходы ячеек — как
 после исполнения. Так каждая беда (тайм-аут, память, процессы, смерть ядра, сбой запуска) и её
 сообщение по-русски проверяются за миллисекунды, без песочницы. Сообщение об ответе ядра сверх
 пределов (``reply``) проверяет tests/test_limits.py.
@@ -12,9 +12,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from unit_lab import cell
 
-from autograde.cells import Event
+from autograde.lab.verdict import EVENTS, RETRY, STATUSES, verdict
+from autograde.run.record import Event
 from autograde.sandbox import Limits
-from autograde.verdict import EVENTS, RETRY, STATUSES, verdict
 
 LIMITS = Limits(cell_timeout=5, timeout=30, memory_mb=512, output_kb=64, transfer_mb=8, processes=6)
 

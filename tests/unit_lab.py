@@ -13,7 +13,7 @@ import copy
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader import utils as nbutils
 
-from autograde.master import Master, hide_tests
+from autograde.lab.master import Master, hide_tests
 
 TEST_SOURCE = "assert f(1) == 2\n### BEGIN HIDDEN TESTS\nassert f(2) == 4\n### END HIDDEN TESTS"
 STUB = "def f(x):\n    # ТВОЙ ОТВЕТ ЗДЕСЬ\n    raise NotImplementedError()"

@@ -1,0 +1,1 @@
+"""Команды ``python -m autograde``: по модулю на команду (``NAME``, ``HELP``, ``add_arguments``, ``run``)."""

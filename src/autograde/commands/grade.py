@@ -1,0 +1,190 @@
+"""Проверить всю группу: ``python -m autograde grade LAB --submissions PATH``.
+
+1. приём (intake.py): ноутбуки из папки или zip LMS; каждая версия — в историю сдач (history.py);
+   id из сдачи сводится к слушателю по списку группы (roster.py);
+2. для каждого слушателя — самая новая версия по времени сдачи LMS; проверяется то, что
+   изменилось с прошлого раза (работа, задание, лимиты, срок): ключ итога — хеш всего этого;
+3. работники (pool.py на этой машине или cluster.py на кластере Dask → worker.py) исполняют
+   ноутбук: ядро слушателя и судья — каждый в своей песочнице; возвращают итог, очищенный
+   ноутбук и отзыв;
+4. главный процесс — единственный, кто пишет: проверенный ноутбук для formgrader, отзыв, базу
+   оценок, итог (последним, атомарно), CSV и сводку.
+
+Код выхода 0 — группа проверена, как бы ни написали слушатели; 2 — не работает сама проверка
+(нет лабораторной, нет nbgrader_config.py, нет папки сдач, недоступен кластер); 3 — нет песочницы
+(см. --no-sandbox; с --cluster её проверяет каждый работник).
+
+Пример:
+    python -m autograde grade lab01_mini_rag --submissions ~/downloads/lab01.zip --workers 2
+    python -m autograde grade lab01_mini_rag --submissions ~/downloads/lab01.zip --cluster tcp://head:8786
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fcntl
+import functools
+import os
+import sys
+from pathlib import Path
+
+from autograde.course import Course, CourseError, add_course_option, safe_key
+from autograde.intake import roster
+from autograde.intake.history import History, releases
+from autograde.intake.submissions import admit
+from autograde.lab.master import build_master, register
+from autograde.lab.result import Result
+from autograde.run import pool, worker
+from autograde.sandbox import check_sandbox
+from autograde.store import save
+from autograde.store.results import load, summary, write_csv
+
+NAME = "grade"
+HELP = "проверить все сдачи лабораторной в песочнице: баллы, отзывы, CSV, база оценок"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lab", metavar="LAB", help="лабораторная, например lab01_mini_rag")
+    parser.add_argument("--submissions", type=Path, metavar="PATH",
+                        help="папка <student_id>/<LAB>/<notebook>.ipynb или zip из LMS (без него — перепроверить "
+                             "то, что уже принято: после исправления тестов или списка группы)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="сколько работ проверять одновременно (по умолчанию — число ядер)")
+    parser.add_argument("--cluster", metavar="АДРЕС",
+                        help="проверять на кластере Dask: tcp://host:8786 (запущенный планировщик) или local:N "
+                             "(N процессов на этой машине); --workers тогда не нужен (src/autograde/README.md)")
+    for flag, kind, help_text in (("--cell-timeout", float, "лимит на ячейку, секунд"),
+                                  ("--timeout", float, "лимит на весь ноутбук, секунд"),
+                                  ("--memory", int, "лимит памяти, МБ")):
+        parser.add_argument(flag, type=kind, default=None, metavar="N",
+                            help=f"{help_text} (по умолчанию — из nbgrader_config.py)")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="проверять без bubblewrap (небезопасно: код слушателей получит ваши файлы и сеть)")
+    parser.add_argument("--force", action="store_true", help="перепроверить и те работы, что не менялись")
+    parser.add_argument("--student", action="append", default=[], metavar="ID",
+                        help="проверить только этих слушателей (можно повторять)")
+    add_course_option(parser)
+
+
+def _limits(course: Course, args):
+    chosen = {"cell_timeout": args.cell_timeout, "timeout": args.timeout, "memory_mb": args.memory}
+    return dataclasses.replace(course.settings.limits, **{k: v for k, v in chosen.items() if v is not None})
+
+
+def run(args: argparse.Namespace) -> int:
+    course = Course.load(args.course)
+    lab = course.lab(args.lab)
+    if args.workers < 1:
+        raise CourseError("--workers должно быть не меньше 1.")
+    sandboxed = not args.no_sandbox
+    problem = check_sandbox(course.secrets()) if sandboxed and not args.cluster else None  # кластер: у работников
+    if problem:
+        print(f"Проверка не начата: {problem}", file=sys.stderr)
+        return 3
+    if not sandboxed:
+        print("ВНИМАНИЕ: --no-sandbox — код слушателей исполняется с вашими правами, с доступом к вашим файлам "
+              "и сети. Это будет отмечено в отчёте.", file=sys.stderr)
+    engine = None
+    if args.cluster:
+        from autograde.run.cluster import Cluster
+
+        engine = Cluster(args.cluster)  # недоступен — CourseError, код 2, до всякой записи
+    try:
+        return _run(args, course, lab, sandboxed, engine)
+    finally:
+        if engine is not None:
+            engine.close()
+
+
+def _run(args, course, lab, sandboxed: bool, engine) -> int:
+    lab.work.mkdir(parents=True, exist_ok=True)
+    lock = open(lab.work / ".lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise CourseError(f"Проверка {args.lab} уже идёт в другом процессе: дождитесь её конца.") from None
+    master = build_master(lab.source_notebook, lab.name, course.config)
+    try:
+        register(master, course.db_url, course.course_id)
+    except RuntimeError as exc:
+        raise CourseError(f"Задание {args.lab} в базе оценок не совпадает с solutions/: {exc}") from exc
+    settings = course.settings
+    ctx = worker.Context(master, _limits(course, args), sandboxed, settings.kernel_args, lab.release_files(),
+                         course.secrets(), lab.hide_reference, settings.late_penalty, settings.late_penalty_per_day,
+                         releases(lab.releases, master))
+    group = roster.load(course)
+    names, missing, warnings, notes = admit(course, lab, args.submissions, group)
+    history = History(lab.history)
+    keys = set(history.keys()) | missing | {safe_key(s["id"]) for s in group.students}
+    display = {safe_key(s["id"]): s.get("name") or s["id"] for s in group.students}
+    if args.student:
+        wanted = {safe_key(group.resolve(s)[0]) for s in args.student}
+        warnings += [f"{s}: нет такого слушателя" for s in args.student if safe_key(group.resolve(s)[0]) not in keys]
+        keys &= wanted
+    tasks, quiet, reused = [], [], 0
+    for key in sorted(keys):
+        newest = history.newest(key)
+        name = names.get(key) or display.get(key) or (newest.display_id if newest else key)
+        if newest is None:
+            quiet.append(worker.Task(key, name, "", None, None, notes.get(key, []), "", ""))
+            continue
+        deadline = settings.deadline(group.resolve(name)[0], lab.name) or settings.deadline(key, lab.name)
+        task = worker.Task(key, name, "", history.data(key, newest), newest.error, newest.notes + notes.get(key, []),
+                           newest.submitted_at, deadline.isoformat() if deadline else "")
+        task.key = worker.task_key(ctx, task)
+        old = lab.results / f"{key}.json"
+        if not args.force and old.is_file() and Result.from_json(old.read_text(encoding="utf-8")).key == task.key:
+            reused += 1
+        else:
+            tasks.append(task)
+    for task in quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
+        outcome = worker.unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"]))
+        save.write(course, lab, outcome, None)
+    if engine is None:
+        outcomes, refused = functools.partial(pool.outcomes, workers=args.workers), ()
+    else:
+        outcomes, refused = engine.outcomes, engine.Refused
+    try:
+        graded = _grade_all(course, lab, ctx, tasks, outcomes)
+    except refused as exc:  # работник кластера не может проверять: нет песочницы (код 3) или не то окружение (2)
+        print(f"Проверка остановлена, готовое сохранено: {exc}", file=sys.stderr)
+        return exc.code
+    results = load(lab.results)
+    manual = save.finish(course, lab, master, results)
+    write_csv(lab.csv, results, manual)
+    print(summary(lab.name, results, graded, reused, warnings, str(lab.csv.relative_to(course.root)),
+                  f"{lab.course.feedback_dir.relative_to(course.root)}/<ключ слушателя>/{lab.name}/"))
+    if engine is not None:
+        print(engine.report())
+    lock.close()
+    return 0
+
+
+def _grade_all(course, lab, ctx, tasks, outcomes) -> int:
+    from nbgrader.api import Gradebook
+    from tqdm import tqdm
+
+    done, counts = 0, {}
+    bar = tqdm(total=len(tasks), desc=lab.name, unit="раб", file=sys.stderr, dynamic_ncols=True, disable=not tasks)
+    try:
+        with Gradebook(course.db_url, course.course_id) as gb:
+            for task, outcome in outcomes(tasks, ctx):
+                if isinstance(outcome, str):  # сбой самой проверки: не вина работы, следующий запуск повторит
+                    outcome = worker.unexecuted(task, ctx, "error", f"внутренняя ошибка проверки ({outcome}): это не "
+                                                "вина работы — запустите проверку снова")
+                    outcome.result.key = ""
+                save.write(course, lab, outcome, gb)
+                done += 1
+                counts[outcome.result.status] = counts.get(outcome.result.status, 0) + 1
+                bar.set_postfix_str(" ".join(f"{s}={n}" for s, n in sorted(counts.items())), refresh=False)
+                bar.update(1)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\nПрервано: проверено {done} из {len(tasks)}. Запустите ту же команду — она продолжит.", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        bar.close()
+    return done
+
+

@@ -1,0 +1,103 @@
+"""База оценок nbgrader (``autograde/gradebook.db``): её пишет только главный процесс, по одной работе.
+
+* Автобаллы — как ``SaveAutoGrades``: ручные баллы преподавателя не трогаем.
+* Имя слушателя для formgrader — в ``first_name`` (ключ в базе может быть хешем).
+* Опоздание — ``late_submission_penalty`` проверенного ноутбука (его показывает и ``nbgrader export``).
+* Письменный ответ изменился после ручной проверки (пересдача) — ручной балл и комментарий
+  снимаются и сохраняются как «прежние» в ``work/<lab>/manual/<ключ>.json``: новая версия ответа
+  снова ждёт преподавателя (``manual_pending``), старая оценка к ней не прилипает.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+from autograde.lab.result import Result, fmt
+from autograde.store.results import atomic_write
+
+
+def sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path) -> None:
+    """Записать автобаллы работы в базу; снять устаревшую ручную оценку изменённого ответа."""
+    with warnings.catch_warnings():  # nbgrader.add_submission шумит SAWarning о сессии SQLAlchemy — это не ошибка
+        warnings.simplefilter("ignore")
+        _sync(gb, lab, result, timestamp, manual_dir)
+
+
+def _sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path) -> None:
+    from nbgrader.api import MissingEntry
+
+    student = gb.update_or_create_student(result.student)
+    if student.first_name != result.display_id[:128]:
+        student.first_name = result.display_id[:128]
+    if result.status == "not_submitted":  # слушатель есть в списке formgrader, сдачи — нет
+        gb.db.commit()
+        return
+    try:
+        gb.find_submission(lab, result.student)
+    except MissingEntry:
+        gb.add_submission(lab, result.student, timestamp=timestamp) if timestamp else gb.add_submission(lab, result.student)
+    else:
+        if timestamp:
+            gb.update_or_create_submission(lab, result.student, timestamp=timestamp)
+    notebook = gb.find_submission_notebook(lab, lab, result.student)
+    notebook.late_submission_penalty = result.penalty or None
+    state_path = manual_dir / f"{result.student}.json"
+    state = _read(state_path)
+    for cell in result.cells:
+        grade = gb.find_grade(cell["grade_id"], lab, lab, result.student)
+        grade.auto_score = cell["score"]
+        answer = result.answers.get(cell["grade_id"])
+        if cell["kind"] == "manual" and answer is not None:
+            known = state.setdefault(cell["grade_id"], {})
+            comment = gb.find_comment(cell["grade_id"], lab, lab, result.student)
+            graded = grade.manual_score is not None or bool(comment.manual_comment)
+            if graded and known.get("answer") not in (None, answer):
+                known["previous"] = {"answer": known["answer"], "score": grade.manual_score,
+                                     "comment": comment.manual_comment or ""}
+                grade.manual_score = None
+                comment.manual_comment = None
+            known["answer"] = answer
+        grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+        if result.unexecuted:
+            grade.needs_manual_grade = False
+    for grade_id, answered in result.answered.items():
+        comment = gb.find_comment(grade_id, lab, lab, result.student)
+        comment.auto_comment = None if answered else "Нет ответа."
+    gb.db.commit()
+    if state:
+        atomic_write(state_path, json.dumps(state, ensure_ascii=False, indent=1, sort_keys=True))
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def manual_grades(notebook) -> dict:
+    """Ручные баллы и комментарии преподавателя: {grade_id: (балл или None, комментарий)}."""
+    out = {}
+    comments = {c.name: c.manual_comment or "" for c in notebook.comments}  # auto_comment («Нет ответа.») — не его
+    for grade in notebook.grades:
+        if grade.manual_score is not None or comments.get(grade.name):
+            out[grade.name] = (grade.manual_score, comments.get(grade.name, ""))
+    for name, text in comments.items():
+        if text and name not in out:
+            out[name] = (None, text)
+    return out
+
+
+def reopened(result: Result, manual: dict, manual_dir: Path) -> list[str]:
+    """Замечания о письменных ответах, которые изменились после ручной проверки и ждут новой оценки."""
+    notes = []
+    for grade_id, known in sorted(_read(manual_dir / f"{result.student}.json").items()):
+        previous = known.get("previous")
+        if previous and manual.get(grade_id, (None,))[0] is None and previous.get("answer") != known.get("answer"):
+            score = "без балла" if previous.get("score") is None else f"{fmt(previous['score'])}"
+            comment = f", комментарий «{previous['comment']}»" if previous.get("comment") else ""
+            notes.append(f"письменный ответ {grade_id} изменён после проверки (прежняя оценка: {score}{comment}) — "
+                         "оцените новую версию в formgrader")
+    return notes
