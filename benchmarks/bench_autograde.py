@@ -132,7 +132,6 @@ def kernel_start_seconds(sandboxed: bool, repeat: int = 10) -> float:
     """Медиана: запустить ядро (в песочнице или без), дождаться готовности, убить."""
     import statistics
 
-    sys.path.insert(0, str(ROOT))
     from autograde.run.kernel import KernelSession
     from autograde.run.record import Execution
     from autograde.sandbox import Limits, start
@@ -160,31 +159,73 @@ def baseline_checkout(tmp: Path, revision: str) -> Path:
     return target
 
 
-def main_write_seconds(tmp: Path, graded: Path, lab: str) -> float:
-    """Цена главного процесса на одну работу: ``save.write`` — итог, проверенный ноутбук, отзыв и строка
-    базы оценок. Её он делает один за всех работников; меряется записью готовых итогов ``graded`` заново
-    в свежую копию курса (одна база на всё, как в ``grade``)."""
-    sys.path.insert(0, str(ROOT))
-    from nbgrader.api import Gradebook
+def replay(seed: Path, lab: str, n: int, tmp: Path) -> dict[str, float]:
+    """Главный процесс без ядер: ``grade`` записывает ``n`` итогов, которые отдаёт работник-заглушка.
 
+    Итоги — настоящие (ноутбук, отзыв, баллы по ячейкам) из проверенной группы ``seed``, размноженные под
+    ``n`` разных слушателей; путь записи — тот же, что у ``grade`` (``_grade_all``: пачки ``save.Recorder``,
+    база оценок, файлы), затем его конец (``save.finish`` и CSV). Возвращает секунды (стена и процессор
+    этого процесса) на запись всех итогов и на конец."""
+    import copy
+    import io
+
+    from autograde.commands import grade
     from autograde.course import Course
     from autograde.lab.master import build_master, register
-    from autograde.run.worker import Outcome
+    from autograde.run.worker import Outcome, Task
     from autograde.store import save
-    from autograde.store.results import load
+    from autograde.store.results import load, write_csv
 
-    source = Course.load(graded).lab(lab)
-    outcomes = [Outcome(r, (source.autograded(r.student) / f"{lab}.ipynb").read_text(encoding="utf-8"),
-                        (source.feedback(r.student) / f"{lab}.html").read_text(encoding="utf-8"))
-                for r in load(source.results)]
+    source = Course.load(seed).lab(lab)
+    samples = [Outcome(r, (source.autograded(r.student) / f"{lab}.ipynb").read_text(encoding="utf-8"),
+                       (source.feedback(r.student) / f"{lab}.html").read_text(encoding="utf-8"))
+               for r in load(source.results) if r.status != "not_submitted"]
     course = Course.load(ac.course_copy(tmp / "replay"))
     target = course.lab(lab)
-    register(build_master(target.source_notebook, lab, course.config), course.db_url, course.course_id)
-    start = time.perf_counter()
-    with Gradebook(course.db_url, course.course_id) as gb:
-        for outcome in outcomes:
-            save.write(course, target, outcome, gb)
-    return (time.perf_counter() - start) / len(outcomes)
+    master = build_master(target.source_notebook, lab, course.config)
+    register(master, course.db_url, course.course_id)
+    tasks = [Task(f"r{i:06d}", f"r{i:06d}", "", b"") for i in range(n)]
+
+    def stub_worker(tasks, ctx):
+        for i, task in enumerate(tasks):
+            outcome = copy.copy(samples[i % len(samples)])
+            outcome.result = copy.deepcopy(outcome.result)
+            outcome.result.student = outcome.result.display_id = task.student
+            yield task, outcome
+
+    stderr, sys.stderr = sys.stderr, io.StringIO()  # полоса прогресса — не в отчёт
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        grade._grade_all(course, target, None, tasks, [], stub_worker)
+        record = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+        wall, cpu = time.perf_counter(), time.process_time()
+        results = load(target.results)
+        write_csv(target.csv, results, save.finish(course, target, master, results))
+        record.update(finish_wall=time.perf_counter() - wall, finish_cpu=time.process_time() - cpu)
+    finally:
+        sys.stderr = stderr
+    if len(results) != n:
+        raise SystemExit(f"записано {len(results)} итогов из {n}")
+    return record
+
+
+def master_suite(args, lab: ac.Lab) -> None:
+    """``--master-only N``: потолок главного процесса в итогах в секунду, без ядер и работников."""
+    with tempfile.TemporaryDirectory(prefix="bench-autograde-master-") as tmp:
+        seed_works = make_class(lab, 4)
+        run_grade(Path(tmp), "seed", seed_works, lab.lab, "--workers", "2")
+        took = replay(Path(tmp) / "seed", lab.lab, args.master_only, Path(tmp))
+    n = args.master_only
+    per = took["wall"] / n
+    print(f"главный процесс, {n} итогов {lab.lab} от работника-заглушки (пачки по 64, одна транзакция базы на пачку):")
+    print(f"  запись во время проверки: {per * 1000:.1f} мс на итог по стене ({n / took['wall']:.0f} итогов/с), "
+          f"{took['cpu'] / n * 1000:.1f} мс процессора — цель ≤ 10 мс (≥ 100 итогов/с): {'да' if per <= 0.010 else 'НЕТ'}")
+    print(f"  конец (база догоняет итоги, ручные баллы, CSV): {took['finish_wall'] / n * 1000:.1f} мс на итог")
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "bench_autograde_master.json").write_text(json.dumps({
+        "results": n, "seconds": took, "per_result_ms": per * 1000, "results_per_second": n / took["wall"],
+        "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
 
 
 def cluster_suite(args, lab: ac.Lab, works: dict[str, bytes]) -> None:
@@ -211,7 +252,8 @@ def cluster_suite(args, lab: ac.Lab, works: dict[str, bytes]) -> None:
                        str(Path(tmp) / "pool_w2-0" / "pool_w2-class"), "--course", str(pool_course)], ROOT)
         empty = timed([sys.executable, "-m", "autograde", "grade", lab.lab, "--course",
                        str(ac.course_copy(Path(tmp) / "empty"))], ROOT)
-        write = main_write_seconds(Path(tmp), pool_course, lab.lab)
+        replayed = replay(pool_course, lab.lab, n, Path(tmp))
+        write = replayed["wall"] / n
     same = all(data == csvs["pool_w2"] for data in csvs.values())
     overhead = best["cluster"] / best["pool_w2"] - 1
     cpu_overhead = cpu["cluster"] / cpu["pool_w2"] - 1
@@ -325,10 +367,15 @@ def main() -> None:
     parser.add_argument("--cluster", metavar="АДРЕС",
                         help="вместо сравнения с nbgrader — пул против grade --cluster АДРЕС (local:2) и отдельный "
                              "планировщик с 1 и 2 работниками; оценка на 10 000 работ")
+    parser.add_argument("--master-only", type=int, metavar="N",
+                        help="вместо проверки — главный процесс без ядер: N итогов от работника-заглушки, итогов в секунду")
     parser.add_argument("--memory", action="store_true",
                         help="вместо времени — пиковая память проверяющего: враждебная группа против честной")
     args = parser.parse_args()
     lab = ac.Lab()
+    if args.master_only:
+        master_suite(args, lab)
+        return
     if args.memory:
         memory_suite(lab)
         return

@@ -138,15 +138,12 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
             reused += 1
         else:
             tasks.append(task)
-    for task in quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
-        outcome = worker.unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"]))
-        save.write(course, lab, outcome, None)
     if engine is None:
         outcomes, refused = functools.partial(pool.outcomes, workers=args.workers), ()
     else:
         outcomes, refused = engine.outcomes, engine.Refused
     try:
-        graded = _grade_all(course, lab, ctx, tasks, outcomes)
+        graded = _grade_all(course, lab, ctx, tasks, quiet, outcomes)
     except refused as exc:  # работник кластера не может проверять: нет песочницы (код 3) или не то окружение (2)
         print(f"Проверка остановлена, готовое сохранено: {exc}", file=sys.stderr)
         return exc.code
@@ -161,20 +158,23 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
     return 0
 
 
-def _grade_all(course, lab, ctx, tasks, outcomes) -> int:
+def _grade_all(course, lab, ctx, tasks, quiet, outcomes) -> int:
+    """Проверить ``tasks`` (``outcomes`` — пул или кластер) и записать итоги пачками, с ними — строки «не сдано»."""
     from nbgrader.api import Gradebook
     from tqdm import tqdm
 
     done, counts = 0, {}
     bar = tqdm(total=len(tasks), desc=lab.name, unit="раб", file=sys.stderr, dynamic_ncols=True, disable=not tasks)
     try:
-        with Gradebook(course.db_url, course.course_id) as gb:
+        with Gradebook(course.db_url, course.course_id) as gb, save.Recorder(course, lab, gb) as recorder:
+            for task in quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
+                recorder.add(worker.unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"])))
             for task, outcome in outcomes(tasks, ctx):
                 if isinstance(outcome, str):  # сбой самой проверки: не вина работы, следующий запуск повторит
                     outcome = worker.unexecuted(task, ctx, "error", f"внутренняя ошибка проверки ({outcome}): это не "
                                                 "вина работы — запустите проверку снова")
                     outcome.result.key = ""
-                save.write(course, lab, outcome, gb)
+                recorder.add(outcome)
                 done += 1
                 counts[outcome.result.status] = counts.get(outcome.result.status, 0) + 1
                 bar.set_postfix_str(" ".join(f"{s}={n}" for s, n in sorted(counts.items())), refresh=False)

@@ -1,4 +1,4 @@
-"""База оценок nbgrader (``autograde/gradebook.db``): её пишет только главный процесс, по одной работе.
+"""База оценок nbgrader (``autograde/gradebook.db``): её пишет только главный процесс, пачкой работ за транзакцию.
 
 * Автобаллы — как ``SaveAutoGrades``: ручные баллы преподавателя не трогаем.
 * Имя слушателя для formgrader — в ``first_name`` (ключ в базе может быть хешем).
@@ -43,15 +43,18 @@ def _sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path)
             gb.update_or_create_submission(lab, result.student, timestamp=timestamp)
     notebook = gb.find_submission_notebook(lab, lab, result.student)
     notebook.late_submission_penalty = result.penalty or None
+    # все оценки и комментарии работы — двумя запросами (ячейки эталона уже в памяти сессии), а не по запросу на ячейку
+    grades = {grade.name: grade for grade in notebook.grades}
+    comments = {comment.name: comment for comment in notebook.comments}
     state_path = manual_dir / f"{result.student}.json"
     state = _read(state_path)
     for cell in result.cells:
-        grade = gb.find_grade(cell["grade_id"], lab, lab, result.student)
+        grade = grades[cell["grade_id"]]
         grade.auto_score = cell["score"]
         answer = result.answers.get(cell["grade_id"])
         if cell["kind"] == "manual" and answer is not None:
             known = state.setdefault(cell["grade_id"], {})
-            comment = gb.find_comment(cell["grade_id"], lab, lab, result.student)
+            comment = comments[cell["grade_id"]]
             graded = grade.manual_score is not None or bool(comment.manual_comment)
             if graded and known.get("answer") not in (None, answer):
                 known["previous"] = {"answer": known["answer"], "score": grade.manual_score,
@@ -63,11 +66,29 @@ def _sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path)
         if result.unexecuted:
             grade.needs_manual_grade = False
     for grade_id, answered in result.answered.items():
-        comment = gb.find_comment(grade_id, lab, lab, result.student)
-        comment.auto_comment = None if answered else "Нет ответа."
+        comments[grade_id].auto_comment = None if answered else "Нет ответа."
     gb.db.commit()
     if state:
         atomic_write(state_path, json.dumps(state, ensure_ascii=False, indent=1, sort_keys=True))
+
+
+def defer_commits(gb) -> None:
+    """Дальше всё, что записывают nbgrader и ``sync``, — одна транзакция до ``commit(gb)`` или ``rollback(gb)``.
+
+    Методы nbgrader зовут ``self.db.commit()`` после каждой записи: на это время он становится ``flush`` —
+    записанное видно запросам той же сессии, а на диск база попадает одним настоящим ``commit``.
+    """
+    gb.db.commit = gb.db.flush
+
+
+def commit(gb) -> None:
+    gb.db.__dict__.pop("commit", None)
+    gb.db.commit()
+
+
+def rollback(gb) -> None:
+    gb.db.__dict__.pop("commit", None)
+    gb.db.rollback()
 
 
 def _read(path: Path) -> dict:

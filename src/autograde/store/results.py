@@ -26,14 +26,20 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # с этого таблица
 CSV_COLUMNS = ["student_id", "lab", "score", "max_score", "manual_pending", "status", "late", "message"]
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Записать файл целиком или никак: временный файл рядом и os.replace."""
+def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
+    """Записать файл целиком или никак: временный файл рядом и os.replace.
+
+    ``durable`` — ещё и ``fsync`` до переименования (файл переживёт и сбой питания). Без него файл всё
+    равно целый после ``kill -9`` (его допишет ядро ОС); так пишет ``save.Recorder``, который сбрасывает
+    на диск всю пачку одним ``os.sync()``.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name[:100]}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

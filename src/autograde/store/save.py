@@ -1,16 +1,20 @@
 """Запись итогов проверки — только главный процесс: проверенный ноутбук, отзыв, база оценок, итог.
 
-Каждый файл пишется атомарно, итог работы — последним: после ``kill -9`` он либо есть вместе со
-всем остальным, либо работа будет проверена снова. ``finish`` догоняет базу оценок до итогов,
-перерисовывает отзывы, где преподаватель поставил ручные баллы, и добавляет замечания о письменных
-ответах, которые изменились после ручной проверки.
+Итоги пишутся пачками (``Recorder``): файлы каждой работы — атомарно, по мере прихода; база оценок —
+одна транзакция на пачку; затем один ``os.sync()`` и, последними, файлы итогов. Итог — отметка «работа
+записана»: после ``kill -9`` в любой момент работа либо записана целиком (итог, ноутбуки, отзыв, строка
+базы), либо её итога нет и следующий запуск проверит её снова. ``finish`` догоняет базу оценок до
+итогов, перерисовывает отзывы, где преподаватель поставил ручные баллы, и добавляет замечания о
+письменных ответах, которые изменились после ручной проверки.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import time
 from datetime import datetime, timezone
 
 from autograde.lab.result import Result
@@ -25,29 +29,80 @@ def nbgrader_time(iso: str) -> str | None:
     return datetime.fromisoformat(iso).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
-def write(course, lab, outcome, gb) -> None:
-    """Проверенный ноутбук, отзыв, база оценок и, последним, итог — каждый атомарно."""
+BATCH = 64  # работ в пачке
+BATCH_SECONDS = 2.0  # пачка записывается не реже, чем раз в столько секунд (полоса прогресса не отстаёт)
+
+
+class Recorder:
+    """Записывает итоги пачками. Пример::
+
+        with Recorder(course, lab, gb) as recorder:
+            for outcome in outcomes:
+                recorder.add(outcome)  # раз в BATCH работ или BATCH_SECONDS — commit()
+
+    Выход из блока записывает начатую пачку (и по Ctrl+C: её работы проверены целиком); если же сбой
+    случился внутри ``add`` (база оценок), пачка откатывается, и её работы проверятся в следующий раз.
+    """
+
+    def __init__(self, course, lab, gb, size: int = BATCH, seconds: float = BATCH_SECONDS):
+        self.course, self.lab, self.gb = course, lab, gb
+        self.size, self.seconds = size, seconds
+        self.pending: list[Result] = []
+        self.opened = 0.0
+        self.broken = False
+
+    def add(self, outcome) -> None:
+        """Файлы работы и её строка базы (в транзакции пачки); итог — при записи пачки."""
+        result = outcome.result
+        if not self.pending:
+            gradebook.defer_commits(self.gb)
+            self.opened = time.monotonic()
+        try:
+            _write_files(self.lab, outcome)
+            gradebook.sync(self.gb, self.lab.name, result, nbgrader_time(result.submitted_at), self.lab.work / "manual")
+        except BaseException:
+            self.broken = True
+            raise
+        self.pending.append(result)
+        if len(self.pending) >= self.size or time.monotonic() - self.opened >= self.seconds:
+            self.commit()
+
+    def commit(self) -> None:
+        """Записать пачку: транзакция базы, один ``os.sync()`` для файлов работ, затем их итоги."""
+        if not self.pending:
+            return
+        gradebook.commit(self.gb)
+        os.sync()  # ноутбуки и отзывы пачки — на диске раньше, чем итоги, которые говорят «записано»
+        for result in self.pending:
+            atomic_write(self.lab.results / f"{result.student}.json", result.to_json(), durable=False)
+        self.pending = []
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if self.broken:
+            gradebook.rollback(self.gb)
+            self.pending = []
+        else:
+            self.commit()
+
+
+def _write_files(lab, outcome) -> None:
+    """Проверенный ноутбук (в autograded/ и submitted/ — так их ищет formgrader) и отзыв работы."""
     result = outcome.result
     stamp = nbgrader_time(result.submitted_at)
     for folder in (lab.autograded(result.student), lab.submitted(result.student)):
-        atomic_write(folder / f"{lab.name}.ipynb", outcome.notebook)
+        atomic_write(folder / f"{lab.name}.ipynb", outcome.notebook, durable=False)
         if stamp:
-            atomic_write(folder / "timestamp.txt", stamp)
+            atomic_write(folder / "timestamp.txt", stamp, durable=False)
     target = lab.feedback(result.student)
     if outcome.feedback:
-        atomic_write(target / f"{lab.name}.html", outcome.feedback)
+        atomic_write(target / f"{lab.name}.html", outcome.feedback, durable=False)
         if stamp:
-            atomic_write(target / "timestamp.txt", stamp)
+            atomic_write(target / "timestamp.txt", stamp, durable=False)
     elif target.exists():
         shutil.rmtree(target)  # не сдано — отзыва нет (и старого тоже)
-    if gb is None:
-        from nbgrader.api import Gradebook
-
-        with Gradebook(course.db_url, course.course_id) as book:
-            gradebook.sync(book, lab.name, result, stamp, lab.work / "manual")
-    else:
-        gradebook.sync(gb, lab.name, result, stamp, lab.work / "manual")
-    atomic_write(lab.results / f"{result.student}.json", result.to_json())
 
 
 def finish(course, lab, master, results: list[Result]) -> dict[str, dict]:
