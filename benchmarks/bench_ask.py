@@ -129,14 +129,14 @@ def export_course_docs(folder: Path) -> Path:
     markdown-ячейки выданных лабораторных и глоссарий книги."""
     (folder / "labs").mkdir(parents=True, exist_ok=True)
     (folder / "autograde").mkdir(exist_ok=True)
-    shutil.copy(ROOT / "autograde" / "README.md", folder / "autograde_README.md")
+    shutil.copy(ROOT / "src" / "autograde" / "README.md", folder / "autograde_README.md")
     shutil.copy(ROOT / "book" / "glossary.md", folder / "glossary.md")
     for notebook in sorted((ROOT / "labs").glob("*/*.ipynb")):
         (folder / "labs" / f"{notebook.stem}.md").write_text(_markdown_cells(notebook), encoding="utf-8")
-    for module in sorted((ROOT / "autograde").rglob("*.py")):
+    for module in sorted((ROOT / "src" / "autograde").rglob("*.py")):
         doc = ast.get_docstring(ast.parse(module.read_text(encoding="utf-8")))
         if doc:
-            name = ".".join(module.relative_to(ROOT).with_suffix("").parts)
+            name = ".".join(module.relative_to(ROOT / "src").with_suffix("").parts)
             (folder / "autograde" / f"{name}.md").write_text(f"# {name}\n\n{doc}\n", encoding="utf-8")
     return folder
 

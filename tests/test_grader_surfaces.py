@@ -187,3 +187,15 @@ def test_files_given_with_the_lab_are_not_remarked_on_but_others_are(tmp_path):
         (folder / name).write_text("x = 1\n")
     (sub,), _ = collect(tmp_path, "lab05_bm25_hybrid", given=frozenset({"lab05_data.json"}))
     assert sub.notes == ["лишние файлы не проверяются: scratch.py"]
+
+
+def test_the_course_is_the_nearest_folder_with_nbgrader_config_like_nbgrader_reads_it(tmp_path):
+    """``python -m autograde`` без --course берёт курс, в котором запущен (как nbgrader), а check — курс ноутбука."""
+    from autograde.course import CHECKOUT, find_course
+
+    course = tmp_path / "course"
+    (course / "labs" / "lab01_mini_rag").mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text("c = get_config()\n", encoding="utf-8")
+    assert find_course(course / "labs" / "lab01_mini_rag") == course.resolve()
+    assert find_course(tmp_path) is None  # вне курса — нет курса, а не чужой
+    assert CHECKOUT is not None and (CHECKOUT / "solutions").is_dir()  # пакет установлен из этого клона

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from autograde.sandbox import Limits
 
-ROOT = Path(__file__).resolve().parents[2]  # src/autograde/course.py → корень репозитория курса
 CONFIG_NAME = "nbgrader_config.py"
 SOLUTIONS = "solutions"
 RELEASE = "labs"
@@ -31,10 +30,23 @@ class CourseError(Exception):
     """Ошибка, о которой команда сообщает по-русски и выходит с кодом 2."""
 
 
+def find_course(start: Path) -> Path | None:
+    """Каталог курса, в котором лежит ``start``: ближайшая папка с nbgrader_config.py (она сама или выше) или None."""
+    here = Path(start).resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / CONFIG_NAME).is_file()), None)
+
+
+# клон курса, из которого установлен пакет (pip install -e . в requirements.txt): src/autograde/course.py → корень
+CHECKOUT = find_course(Path(__file__).resolve().parents[2])
+# каталог курса по умолчанию — как у nbgrader: тот, в котором запущена команда (или выше); вне курса — клон пакета
+ROOT = find_course(Path.cwd()) or CHECKOUT or Path.cwd()
+
+
 def add_course_option(parser) -> None:
     """Опция ``--course`` — одна на все команды."""
-    parser.add_argument("--course", type=Path, default=ROOT, metavar="ПАПКА",
-                        help="корень каталога курса с nbgrader_config.py (по умолчанию этот репозиторий)")
+    parser.add_argument("--course", type=Path, default=None, metavar="ПАПКА",
+                        help="корень каталога курса с nbgrader_config.py (по умолчанию — тот, в котором запущена "
+                             "команда, как у nbgrader; у check — тот, где лежит ноутбук)")
 
 
 def lab_names(root: Path = ROOT) -> list[str]:
@@ -144,7 +156,8 @@ class Course:
         self.work = self.root / "autograde"
 
     @classmethod
-    def load(cls, root: Path = ROOT) -> Course:
+    def load(cls, root: Path | None = None) -> Course:
+        root = root or ROOT
         return cls(root, load_config(root))
 
     def lab(self, name: str) -> Lab:

@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils as nbutils
 
-from autograde.course import RELEASE, ROOT, Course, CourseError, add_course_option, lab_names
+from autograde.course import RELEASE, ROOT, Course, CourseError, add_course_option, find_course, lab_names
 from autograde.lab.master import build_master, gid
 from autograde.render.feedback import title
 from autograde.run.worker import Context, Task, grade
@@ -91,13 +91,15 @@ def _has_code(source: str) -> bool:
     return any(line.strip() and not line.strip().startswith("#") for line in source.splitlines())
 
 
-def check(notebook: Path, root: Path = ROOT, slot: int = 0) -> Report:
-    """Проверить ``notebook`` тем же движком, что ``grade``. Пример: ``check(Path("labs/.../x.ipynb")).ok``."""
+def check(notebook: Path, root: Path | None = None, slot: int = 0) -> Report:
+    """Проверить ``notebook`` тем же движком, что ``grade``. Пример: ``check(Path("labs/.../x.ipynb")).ok``.
+
+    ``root`` — каталог курса; по умолчанию — тот, в котором лежит ноутбук (или текущий)."""
     notebook = Path(notebook)
     if not notebook.is_file() or notebook.suffix != ".ipynb":
         raise CourseError(f"Нет ноутбука {notebook}. Укажи путь к .ipynb, например "
                           "labs/lab01_mini_rag/lab01_mini_rag.ipynb (из корня репозитория).")
-    course = Course.load(root)
+    course = Course.load(root or find_course(notebook.parent) or ROOT)
     lab_name = _lab_of(notebook.resolve(), course.root)
     release = course.root / RELEASE / lab_name / f"{lab_name}.ipynb"
     if not release.is_file():

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_course_option(parser)
 
 
-def release(labs: list[str] | None = None, root: Path = ROOT, log=print) -> list[Path]:
+def release(labs: list[str] | None = None, root: Path | None = None, log=print) -> list[Path]:
     """Сгенерировать labs/<lab>/ для каждой лабораторной и вернуть пути выданных ноутбуков.
 
     nbgrader генерирует во временную папку рядом с labs/; прежняя labs/<lab>/ заменяется только
@@ -43,7 +43,7 @@ def release(labs: list[str] | None = None, root: Path = ROOT, log=print) -> list
     from autograde.intake.history import releases
     from autograde.lab.master import build_master
 
-    root = Path(root).resolve()
+    root = Path(root or ROOT).resolve()
     known = lab_names(root)
     wanted = list(labs) if labs else known
     unknown = [lab for lab in wanted if lab not in known]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autograde.course import ROOT, Course, CourseError, add_course_option
+from autograde.course import Course, CourseError, add_course_option
 from autograde.intake.roster import import_csv, load, merge
 from autograde.render.sanitize import printable
 
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("show", help="напечатать список группы")
     for action in (imp, merge, remove):
         add_course_option(action)
-    parser.set_defaults(course=ROOT)
+    parser.set_defaults(course=None)
 
 
 def run(args: argparse.Namespace) -> int:

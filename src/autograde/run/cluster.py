@@ -39,7 +39,7 @@ from pathlib import Path
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from autograde.course import ROOT, Course, CourseError
+from autograde.course import CHECKOUT, Course, CourseError
 from autograde.run.worker import Context, Outcome, Task, grade
 from autograde.sandbox import check_sandbox
 from autograde.sandbox.policy import reference_package
@@ -251,10 +251,12 @@ def _refusal(state: _Run, worker) -> Refused | None:
 
 def _local_secrets() -> list[Path]:
     """Что не монтировать в песочницу на этой машине: решения и папки проверки её копии курса."""
+    if CHECKOUT is None:  # пакет установлен не из клона курса: решений на этой машине нет
+        return []
     try:
-        return Course.load(ROOT).secrets()
+        return Course.load(CHECKOUT).secrets()
     except CourseError:
-        return [ROOT]
+        return [CHECKOUT]
 
 
 def _slot() -> int:
