@@ -58,6 +58,13 @@ from dask_processes import scheduler_with_workers  # noqa: E402 — отдель
 TASKS = ["l2_normalize", "cosine", "top_k", "chunk_text", "build_prompt", "check_citations", "search"]
 
 
+def save_json(name: str, data: dict) -> None:
+    """Итог замера — в benchmarks/results/NAME.json (рядом с таблицей в stdout)."""
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1))
+
+
 def make_class(lab: ac.Lab, n: int, seed: int = 7) -> dict[str, bytes]:
     """n честных работ: у каждой свой набор решённых заданий (все, часть или ни одного)."""
     rng = random.Random(seed)
@@ -221,11 +228,9 @@ def master_suite(args, lab: ac.Lab) -> None:
     print(f"  запись во время проверки: {per * 1000:.1f} мс на итог по стене ({n / took['wall']:.0f} итогов/с), "
           f"{took['cpu'] / n * 1000:.1f} мс процессора — цель ≤ 10 мс (≥ 100 итогов/с): {'да' if per <= 0.010 else 'НЕТ'}")
     print(f"  конец (база догоняет итоги, ручные баллы, CSV): {took['finish_wall'] / n * 1000:.1f} мс на итог")
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(exist_ok=True)
-    (out / "bench_autograde_master.json").write_text(json.dumps({
+    save_json("bench_autograde_master", {
         "results": n, "seconds": took, "per_result_ms": per * 1000, "results_per_second": n / took["wall"],
-        "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
+        "cpu_count": os.cpu_count()})
 
 
 def cluster_suite(args, lab: ac.Lab, works: dict[str, bytes]) -> None:
@@ -279,15 +284,13 @@ def cluster_suite(args, lab: ac.Lab, works: dict[str, bytes]) -> None:
         estimate[cores] = seconds
         bound = "главный процесс" if 10_000 * write > 10_000 * core / cores else "работники"
         print(f"оценка: 10 000 работ на {cores} ядрах ≈ {seconds / 60:.0f} мин (упирается в: {bound})")
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(exist_ok=True)
-    (out / "bench_autograde_cluster.json").write_text(json.dumps({
+    save_json("bench_autograde_cluster", {
         "students": n, "cluster": args.cluster, "seconds": best, "overhead": overhead, "cpu_seconds": cpu,
         "cpu_overhead": cpu_overhead, "csv_identical": same,
         "scaling_1_to_2": scaling, "worker_core_seconds_per_submission": core,
         "main_write_seconds_per_submission": write, "main_serial_seconds_per_submission": serial,
         "startup_seconds": empty, "rerun_seconds": rerun, "estimate_10000_seconds": estimate,
-        "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
+        "cpu_count": os.cpu_count()})
 
 
 MEMORY_LIMITS = ["--cell-timeout", "20", "--timeout", "180", "--memory", "512"]
@@ -351,11 +354,8 @@ def memory_suite(lab: ac.Lab) -> None:
         print(f"{name:<12} {peaks[name]['main']:>12.0f} {peaks[name]['worker']:>13.0f}")
     print(f"пиковая память проверяющего, враждебная / честная: {ratio:.2f}× (цель ≤ 1.5×) — "
           f"{'да' if ratio <= 1.5 else 'НЕТ'}")
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(exist_ok=True)
-    (out / "bench_autograde_memory.json").write_text(json.dumps({
-        "submissions": len(hostile), "peak_mb": peaks, "ratio": ratio, "cpu_count": os.cpu_count()},
-        ensure_ascii=False, indent=1))
+    save_json("bench_autograde_memory", {
+        "submissions": len(hostile), "peak_mb": peaks, "ratio": ratio, "cpu_count": os.cpu_count()})
 
 
 def main() -> None:
@@ -431,13 +431,11 @@ def main() -> None:
     print(f"цена песочницы на запуске ядра (медиана из 10): {start_sandbox - start_plain:+.3f} с "
           f"({start_sandbox:.3f} с в bwrap против {start_plain:.3f} с без)")
     print(f"баллы совпадают с nbgrader: {'да, у всех' if not mismatched else 'НЕТ: ' + ', '.join(mismatched)}")
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(exist_ok=True)
-    (out / "bench_autograde.json").write_text(json.dumps({
+    save_json("bench_autograde", {
         "students": n, "seconds": best, "speedup_workers2": speedup, "judge_cost": judge_cost,
         "baseline": args.baseline, "sandbox_overhead_per_submission": overhead,
         "kernel_start_sandbox": start_sandbox, "kernel_start_plain": start_plain,
-        "scores_match_nbgrader": not mismatched, "cpu_count": os.cpu_count()}, ensure_ascii=False, indent=1))
+        "scores_match_nbgrader": not mismatched, "cpu_count": os.cpu_count()})
 
 
 if __name__ == "__main__":
