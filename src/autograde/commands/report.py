@@ -43,7 +43,7 @@ def manual_scores(course: Course, lab: str) -> dict[str, dict]:
             return out
         for submission in submissions:
             for notebook in submission.notebooks:
-                out[submission.student.id] = manual_grades(notebook)
+                out[submission.student.id] = manual_grades(gb, lab, notebook)
     return out
 
 

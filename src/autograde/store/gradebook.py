@@ -20,12 +20,13 @@ from autograde.store.results import atomic_write
 
 def sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path) -> None:
     """Записать автобаллы работы в базу; снять устаревшую ручную оценку изменённого ответа."""
-    with warnings.catch_warnings():  # nbgrader.add_submission шумит SAWarning о сессии SQLAlchemy — это не ошибка
+    with warnings.catch_warnings():  # SAWarning nbgrader о сессии SQLAlchemy — не ошибка
         warnings.simplefilter("ignore")
         _sync(gb, lab, result, timestamp, manual_dir)
 
 
 def _sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path) -> None:
+    from nbgrader import utils as nbutils
     from nbgrader.api import MissingEntry
 
     student = gb.update_or_create_student(result.student)
@@ -35,17 +36,17 @@ def _sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path)
         gb.db.commit()
         return
     try:
-        gb.find_submission(lab, result.student)
+        submission = gb.find_submission(lab, result.student)
     except MissingEntry:
-        gb.add_submission(lab, result.student, timestamp=timestamp) if timestamp else gb.add_submission(lab, result.student)
+        notebook = _add_submission(gb, lab, student, timestamp)
     else:
         if timestamp:
-            gb.update_or_create_submission(lab, result.student, timestamp=timestamp)
-    notebook = gb.find_submission_notebook(lab, lab, result.student)
+            submission.timestamp = nbutils.parse_utc(timestamp)
+        notebook = gb.find_submission_notebook(lab, lab, result.student)
     notebook.late_submission_penalty = result.penalty or None
-    # все оценки и комментарии работы — двумя запросами (ячейки эталона уже в памяти сессии), а не по запросу на ячейку
-    grades = {grade.name: grade for grade in notebook.grades}
-    comments = {comment.name: comment for comment in notebook.comments}
+    names = cell_names(gb, lab)  # все оценки и комментарии работы — двумя запросами, без запроса на ячейку
+    grades = {names[grade.cell_id]: grade for grade in notebook.grades}
+    comments = {names[comment.cell_id]: comment for comment in notebook.comments}
     state_path = manual_dir / f"{result.student}.json"
     state = _read(state_path)
     for cell in result.cells:
@@ -98,13 +99,61 @@ def _read(path: Path) -> dict:
         return {}
 
 
-def manual_grades(notebook) -> dict:
+def _add_submission(gb, lab: str, student, timestamp: str | None):
+    """Новая сдача со всеми строками оценок и комментариев — как ``Gradebook.add_submission`` nbgrader, но связи
+    ставятся по id: списки всех сдач задания и ноутбука не загружаются из базы ради одной новой. Возвращает её
+    ``SubmittedNotebook`` лабораторной."""
+    from nbgrader import utils as nbutils
+    from nbgrader.api import Comment, Grade, SubmittedAssignment, SubmittedNotebook
+
+    assignment = gb.find_assignment(lab)
+    submission = SubmittedAssignment(assignment_id=assignment.id, student_id=student.id)
+    if timestamp:
+        submission.timestamp = nbutils.parse_utc(timestamp)
+    ours = None
+    for notebook in assignment.notebooks:
+        submitted = SubmittedNotebook(notebook_id=notebook.id, assignment=submission)
+        for cell in notebook.grade_cells:
+            Grade(cell_id=cell.id, notebook=submitted)
+        for cell in notebook.solution_cells:
+            Comment(cell_id=cell.id, notebook=submitted)
+        for cell in notebook.task_cells:
+            Comment(cell_id=cell.id, notebook=submitted)
+            Grade(cell_id=cell.id, notebook=submitted)
+        if notebook.name == lab:
+            ours = submitted
+    gb.db.add(submission)
+    return ours
+
+
+def cell_names(gb, lab: str) -> dict[str, str]:
+    """{id ячейки эталона в базе: её grade_id} — один запрос на лабораторную за жизнь ``gb``.
+
+    ``Grade.name`` у nbgrader — прокси через ячейку: на каждую оценку он ходил бы в базу отдельно.
+    """
+    cache = gb.__dict__.setdefault("_autograde_cell_names", {})
+    if lab not in cache:
+        notebook = gb.find_notebook(lab, lab)
+        cache[lab] = {cell.id: cell.name for cells in (notebook.grade_cells, notebook.solution_cells,
+                                                       notebook.task_cells) for cell in cells}
+    return cache[lab]
+
+
+def auto_scores(gb, lab: str, notebook) -> dict[str, float | None]:
+    """Автобаллы работы в базе: {grade_id: балл}."""
+    names = cell_names(gb, lab)
+    return {names[grade.cell_id]: grade.auto_score for grade in notebook.grades}
+
+
+def manual_grades(gb, lab: str, notebook) -> dict:
     """Ручные баллы и комментарии преподавателя: {grade_id: (балл или None, комментарий)}."""
+    names = cell_names(gb, lab)
     out = {}
-    comments = {c.name: c.manual_comment or "" for c in notebook.comments}  # auto_comment («Нет ответа.») — не его
+    comments = {names[c.cell_id]: c.manual_comment or "" for c in notebook.comments}  # auto_comment — не его
     for grade in notebook.grades:
-        if grade.manual_score is not None or comments.get(grade.name):
-            out[grade.name] = (grade.manual_score, comments.get(grade.name, ""))
+        name = names[grade.cell_id]
+        if grade.manual_score is not None or comments.get(name):
+            out[name] = (grade.manual_score, comments.get(name, ""))
     for name, text in comments.items():
         if text and name not in out:
             out[name] = (None, text)

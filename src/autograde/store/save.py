@@ -118,7 +118,7 @@ def finish(course, lab, master, results: list[Result]) -> dict[str, dict]:
         for result in results:
             try:
                 notebook = gb.find_submission_notebook(lab.name, lab.name, result.student)
-                stored = {g.name: g.auto_score for g in notebook.grades}
+                stored = gradebook.auto_scores(gb, lab.name, notebook)
             except MissingEntry:
                 notebook, stored = None, None
             if not result.counted:
@@ -127,7 +127,7 @@ def finish(course, lab, master, results: list[Result]) -> dict[str, dict]:
             if stored != {c["grade_id"]: c["score"] for c in result.cells}:
                 gradebook.sync(gb, lab.name, result, nbgrader_time(result.submitted_at), lab.work / "manual")
                 notebook = gb.find_submission_notebook(lab.name, lab.name, result.student)
-            manual[result.student] = gradebook.manual_grades(notebook)
+            manual[result.student] = gradebook.manual_grades(gb, lab.name, notebook)
             extra = gradebook.reopened(result, manual[result.student], lab.work / "manual")
             if extra:
                 result.message = "; ".join(filter(None, [result.message, *extra]))
