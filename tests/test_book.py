@@ -139,6 +139,7 @@ def test_intro_names_all_labs_with_the_chapters_their_headers_give_and_the_stub_
 _ASK_CLAIM_RE = re.compile(r'`python -m minirag ask "([^"`]+)"((?: --[\w-]+ [^\s`]+)*)`\s+(ответил цитатой|отказал)')
 
 
+@pytest.mark.slow
 def test_every_self_check_about_ask_says_what_the_command_prints(tmp_path):
     """Вопрос «Проверь себя» о команде ask не спорит с тем, что она печатает: её запускают, как написано."""
     from minirag import REFUSAL

@@ -86,6 +86,7 @@ def test_ask_with_other_retrieval_methods(built, method):
     assert f"Найдено ({method}, k=1" in result.stdout and "vpn.txt, чанк 1" in result.stdout
 
 
+@pytest.mark.slow
 def test_ask_on_the_demo_corpus_by_default_and_threshold_refusal():
     result = run("ask", "Сколько дней длится ежегодный отпуск?", "--threshold", "0.99")
     assert result.returncode == 0 and "Индекс: демо-корпус" in result.stdout
@@ -291,6 +292,7 @@ def test_the_course_embedder_is_available_by_name(tmp_path):
     assert "HashEmbedder(dim=96, stem=False, char_ngrams=None)" in out and "28 дней [1]." in out
 
 
+@pytest.mark.slow
 def test_the_numbers_in_the_help_are_the_measured_ones(capsys):
     """Справка называет hit@3 и MRR на DEMO_DEV (индексы с заголовками чанков, как у index) из demo/measured.json:
     они совпадают с замером здесь (до 0.001), и умолчание — лучшая система по ним (hit@3, затем MRR)."""

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from autograde_class import LAB, course_copy
 
+pytestmark = pytest.mark.slow  # настоящие процессы главного и база nbgrader: в быстрый цикл не входит
+
 # главный процесс: 5 работ, пачки по 2; «kill» — SIGKILL себе после пятой работы, до записи третьей пачки
 MAIN = """
 import os, signal, sys
