@@ -30,7 +30,7 @@ lab = course.lab(sys.argv[2])
 master = build_master(lab.source_notebook, lab.name, course.config)
 ctx = Context(master, Limits(), True, (), {}, [], False)
 with Gradebook(course.db_url, course.course_id) as gb:
-    recorder = save.Recorder(course, lab, gb, size=2, seconds=1e9)
+    recorder = save.Recorder(lab, gb, size=2, seconds=1e9)
     for i in range(5):
         recorder.add(unexecuted(Task(f"s{i}", f"Слушатель {i}", "k", None), ctx, "error", f"файл {i} не JSON"))
     if sys.argv[3] == "kill":
@@ -111,7 +111,7 @@ def test_a_failure_inside_a_batch_rolls_the_batch_back_and_keeps_the_ones_before
 
     monkeypatch.setattr(save, "_write_files", full_disk)
     with pytest.raises(OSError), Gradebook(loaded.db_url, loaded.course_id) as gb, \
-            save.Recorder(loaded, lab, gb, size=2) as recorder:
+            save.Recorder(lab, gb, size=2) as recorder:
         for outcome in outcomes:
             recorder.add(outcome)
     files, rows = recorded(course)

@@ -36,7 +36,7 @@ BATCH_SECONDS = 2.0  # пачка записывается не реже, чем
 class Recorder:
     """Записывает итоги пачками. Пример::
 
-        with Recorder(course, lab, gb) as recorder:
+        with Recorder(lab, gb) as recorder:
             for outcome in outcomes:
                 recorder.add(outcome)  # раз в BATCH работ или BATCH_SECONDS — commit()
 
@@ -44,8 +44,8 @@ class Recorder:
     случился внутри ``add`` (база оценок), пачка откатывается, и её работы проверятся в следующий раз.
     """
 
-    def __init__(self, course, lab, gb, size: int = BATCH, seconds: float = BATCH_SECONDS):
-        self.course, self.lab, self.gb = course, lab, gb
+    def __init__(self, lab, gb, size: int = BATCH, seconds: float = BATCH_SECONDS):
+        self.lab, self.gb = lab, gb
         self.size, self.seconds = size, seconds
         self.pending: list[Result] = []
         self.opened = 0.0
