@@ -43,6 +43,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -221,7 +222,12 @@ def master_suite(args, lab: ac.Lab) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-autograde-master-") as tmp:
         seed_works = make_class(lab, 4)
         run_grade(Path(tmp), "seed", seed_works, lab.lab, "--workers", "2")
-        took = replay(Path(tmp) / "seed", lab.lab, args.master_only, Path(tmp))
+        rounds = []
+        for round_ in range(args.repeat):  # машина шумит: лучший из повторов, как у остальных замеров
+            shutil.rmtree(Path(tmp) / "replay", ignore_errors=True)
+            rounds.append(replay(Path(tmp) / "seed", lab.lab, args.master_only, Path(tmp)))
+            print(f"[{round_ + 1}/{args.repeat}] запись: {rounds[-1]['wall']:.1f} с", file=sys.stderr)
+        took = min(rounds, key=lambda r: r["wall"])
     n = args.master_only
     per = took["wall"] / n
     print(f"главный процесс, {n} итогов {lab.lab} от работника-заглушки (пачки по 64, одна транзакция базы на пачку):")
@@ -229,7 +235,7 @@ def master_suite(args, lab: ac.Lab) -> None:
           f"{took['cpu'] / n * 1000:.1f} мс процессора — цель ≤ 10 мс (≥ 100 итогов/с): {'да' if per <= 0.010 else 'НЕТ'}")
     print(f"  конец (база догоняет итоги, ручные баллы, CSV): {took['finish_wall'] / n * 1000:.1f} мс на итог")
     save_json("bench_autograde_master", {
-        "results": n, "seconds": took, "per_result_ms": per * 1000, "results_per_second": n / took["wall"],
+        "results": n, "seconds": took, "rounds": rounds, "per_result_ms": per * 1000, "results_per_second": n / took["wall"],
         "cpu_count": os.cpu_count()})
 
 

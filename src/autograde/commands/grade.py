@@ -130,8 +130,8 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
             quiet.append(worker.Task(key, name, "", None, None, notes.get(key, []), "", ""))
             continue
         deadline = settings.deadline(group.resolve(name)[0], lab.name) or settings.deadline(key, lab.name)
-        task = worker.Task(key, name, "", history.data(key, newest), newest.error, newest.notes + notes.get(key, []),
-                           newest.submitted_at, deadline.isoformat() if deadline else "")
+        task = worker.Task(key, name, "", None, newest.error, newest.notes + notes.get(key, []), newest.submitted_at,
+                           deadline.isoformat() if deadline else "", source=history.path(key, newest))
         task.key = worker.task_key(ctx, task)
         old = lab.results / f"{key}.json"
         if not args.force and old.is_file() and Result.from_json(old.read_text(encoding="utf-8")).key == task.key:

@@ -33,18 +33,13 @@ def manual_scores(course: Course, lab: str) -> dict[str, dict]:
     """Ручные оценки из базы: {ключ слушателя: {grade_id: (балл, комментарий)}}."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from autograde.store.gradebook import manual_grades
+    from autograde.store.gradebook import stored
 
-    out = {}
     with Gradebook(course.db_url, course.course_id) as gb:
         try:
-            submissions = gb.assignment_submissions(lab)
-        except MissingEntry:
-            return out
-        for submission in submissions:
-            for notebook in submission.notebooks:
-                out[submission.student.id] = manual_grades(gb, lab, notebook)
-    return out
+            return {student: manual for student, (_, manual) in stored(gb, lab).items()}
+        except MissingEntry:  # задания нет в базе: ничего не проверяли
+            return {}
 
 
 def table(results: list[Result], manual: dict) -> str:

@@ -74,8 +74,13 @@ class History:
         return versions[-1] if versions else None
 
     def data(self, key: str, version: Version) -> bytes | None:
+        path = self.path(key, version)
+        return path.read_bytes() if path else None
+
+    def path(self, key: str, version: Version) -> Path | None:
+        """Файл ноутбука этой версии (None — сдача не прочиталась, хранится только ошибка)."""
         path = self.folder / key / f"{version.digest}.ipynb"
-        return path.read_bytes() if path.is_file() else None
+        return path if path.is_file() else None
 
     def keys(self) -> list[str]:
         return sorted(p.name for p in self.folder.iterdir() if p.is_dir()) if self.folder.is_dir() else []

@@ -40,7 +40,7 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from autograde.course import CHECKOUT, Course, CourseError
-from autograde.run.worker import Context, Outcome, Task, grade
+from autograde.run.worker import Context, Outcome, Task, grade, loaded
 from autograde.sandbox import check_sandbox
 from autograde.sandbox.policy import reference_package
 from autograde.store.results import works
@@ -120,7 +120,8 @@ class Cluster:
             window = 2 * max(1, sum(self.client.nthreads().values()))
             while waiting and len(flying) < window:
                 task = waiting.pop()
-                future = self.client.submit(_grade_there, run, task, key=f"grade-{task.student}-{run}", pure=False)
+                future = self.client.submit(_grade_there, run, loaded(task), key=f"grade-{task.student}-{run}",
+                                            pure=False)
                 flying[future.key] = task
                 done.add(future)
 

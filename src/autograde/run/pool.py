@@ -16,7 +16,9 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from autograde.render import feedback
-from autograde.run.worker import Context, Outcome, Task, grade
+from autograde.run.worker import Context, Outcome, Task, grade, loaded
+
+IN_FLIGHT = 2  # работ в полёте на одного работника: один считает, следующая уже ждёт
 
 _STATE: dict = {}
 
@@ -38,19 +40,23 @@ def _grade(task: Task) -> Outcome:
 
 
 def outcomes(tasks: list[Task], context: Context, workers: int) -> Iterator[tuple[Task, Outcome | str]]:
+    """Пары (задача, итог или текст сбоя) по мере готовности. В полёте — не больше ``IN_FLIGHT`` работ на
+    работника: байты сдачи читаются с диска, когда работа уходит работнику (``loaded``), поэтому память
+    главного процесса не растёт с группой."""
     if not tasks:
         return
     feedback._exporter()  # шаблон отзыва — до fork: работники получат его готовым
     mp = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     counter = mp.Value("i", 0)
     attempts: dict[str, int] = {}
-    pending = list(tasks)
-    while pending:
-        executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=mp, initializer=_init,
+    waiting = list(reversed(tasks))  # берём с конца: порядок задач сохраняется
+    while waiting:
+        executor = ProcessPoolExecutor(max_workers=min(workers, len(waiting)), mp_context=mp, initializer=_init,
                                        initargs=(context, counter))
-        futures = {executor.submit(_grade, task): task for task in pending}
-        pending, broken = [], False
+        futures: dict = {}
+        broken = False
         try:
+            _refill(executor, futures, waiting, IN_FLIGHT * workers)
             while futures and not broken:
                 finished, _ = wait(futures, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -61,16 +67,26 @@ def outcomes(tasks: list[Task], context: Context, workers: int) -> Iterator[tupl
                         broken = True
                         attempts[task.student] = attempts.get(task.student, 0) + 1
                         if attempts[task.student] < 2:
-                            pending.append(task)
+                            waiting.append(task)
                         else:
                             yield task, "процесс проверки упал дважды на этой работе"
                     except Exception as exc:  # noqa: BLE001 — сбой проверки одной работы: остальные идут дальше
                         yield task, f"{type(exc).__name__}: {exc}"
+                if not broken:
+                    _refill(executor, futures, waiting, IN_FLIGHT * workers)
         finally:
             if broken or futures:
-                pending += list(futures.values()) if broken else []
+                if broken:  # недоделанные — снова в очередь, новым пулом
+                    waiting.extend(reversed(list(futures.values())))
                 for process in list(getattr(executor, "_processes", {}).values()):
                     process.kill()
                 executor.shutdown(wait=False, cancel_futures=True)
             else:
                 executor.shutdown(wait=True)
+
+
+def _refill(executor, futures: dict, waiting: list[Task], limit: int) -> None:
+    """Отдать пулу работы из ``waiting``, пока в полёте меньше ``limit``; байты сдачи — только сейчас."""
+    while waiting and len(futures) < limit:
+        task = waiting.pop()
+        futures[executor.submit(_grade, loaded(task))] = task

@@ -44,6 +44,18 @@ class Task:
     notes: list[str] = field(default_factory=list)
     submitted_at: str = ""
     deadline: str = ""
+    source: Path | None = None  # файл сдачи в истории: байты читаются, когда работа уходит работнику (loaded)
+
+
+def loaded(task: Task) -> Task:
+    """Задача с байтами сдачи: ``data`` из ``source``, если их ещё нет (так главный процесс не держит всю группу)."""
+    if task.data is not None or task.source is None:
+        return task
+    try:
+        data = task.source.read_bytes()
+    except OSError:
+        data = None
+    return dataclasses.replace(task, data=data, source=None)
 
 
 @dataclass
@@ -217,5 +229,5 @@ def task_key(ctx: Context, task: Task) -> str:
                          "sandbox": ctx.sandboxed, "notes": task.notes, "error": task.error, "display": task.display_id,
                          "time": task.submitted_at, "deadline": task.deadline, "late": [ctx.late_penalty,
                          ctx.late_penalty_per_day], "released": ctx.released_tests}, sort_keys=True).encode())
-    h.update(hashlib.sha256(task.data or b"").digest())
+    h.update(hashlib.sha256(loaded(task).data or b"").digest())
     return h.hexdigest()

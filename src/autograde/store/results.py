@@ -33,9 +33,13 @@ def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
     равно целый после ``kill -9`` (его допишет ядро ОС); так пишет ``save.Recorder``, который сбрасывает
     на диск всю пачку одним ``os.sync()``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name[:100]}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
+    try:
+        f = open(tmp, "wb")  # noqa: SIM115 — закрывает with ниже
+    except FileNotFoundError:  # папки ещё нет (обычно она есть: mkdir на каждую запись дорог)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(tmp, "wb")  # noqa: SIM115
+    with f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
         if durable:
             f.flush()

@@ -71,7 +71,11 @@ class Recorder:
         """Записать пачку: транзакция базы, один ``os.sync()`` для файлов работ, затем их итоги."""
         if not self.pending:
             return
-        gradebook.commit(self.gb)
+        try:
+            gradebook.commit(self.gb)
+        except BaseException:
+            self.broken = True  # пачка не записана: выход из блока её откатит
+            raise
         os.sync()  # ноутбуки и отзывы пачки — на диске раньше, чем итоги, которые говорят «записано»
         for result in self.pending:
             atomic_write(self.lab.results / f"{result.student}.json", result.to_json(), durable=False)
@@ -109,25 +113,22 @@ def finish(course, lab, master, results: list[Result]) -> dict[str, dict]:
     """Догнать базу до итогов (после kill -9 могла отстать), обновить отзывы с ручными баллами,
     добавить замечания о переоткрытых письменных ответах. Вернуть ручные оценки по слушателям."""
     import nbformat
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
 
     from autograde.render import feedback
 
     manual = {}
     with Gradebook(course.db_url, course.course_id) as gb:
+        known = gradebook.stored(gb, lab.name)  # вся лабораторная — двумя запросами, не по запросу на работу
         for result in results:
-            try:
-                notebook = gb.find_submission_notebook(lab.name, lab.name, result.student)
-                stored = gradebook.auto_scores(gb, lab.name, notebook)
-            except MissingEntry:
-                notebook, stored = None, None
             if not result.counted:
                 manual[result.student] = {}
                 continue
+            stored, manual[result.student] = known.get(result.student, (None, {}))
             if stored != {c["grade_id"]: c["score"] for c in result.cells}:
                 gradebook.sync(gb, lab.name, result, nbgrader_time(result.submitted_at), lab.work / "manual")
                 notebook = gb.find_submission_notebook(lab.name, lab.name, result.student)
-            manual[result.student] = gradebook.manual_grades(gb, lab.name, notebook)
+                manual[result.student] = gradebook.manual_grades(gb, lab.name, notebook)
             extra = gradebook.reopened(result, manual[result.student], lab.work / "manual")
             if extra:
                 result.message = "; ".join(filter(None, [result.message, *extra]))
