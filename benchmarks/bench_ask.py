@@ -24,20 +24,24 @@
    (``E5Embedder``) и гибрида e5 + BM25 — на индексах демо-корпуса с заголовками чанков; цена e5 против hash
    (построение индекса, один запрос) в том же прогоне. ``--write-measured`` записывает dev-числа в
    ``src/minirag/demo/measured.json``: по ним командная строка печатает справку и выбирает метод поиска.
-3. **Итог** через командную строку (``python -m minirag index`` и ``ask``) на test-корпусе, на
-   котором ничего не подбиралось: ``benchmarks/ask_corpora/volna`` — документы вымышленного спорткомплекса
-   «Волна» (Markdown, текст, HTML; таблицы, списки, вопросы и ответы), которые вместе с вопросами к ним написал
-   помощник, не видевший ни кода, ни вопросов dev, ни прежних корпусов; меряется, не разбираясь. Те же вопросы задаются новой версии
-   (этот код) и прежним (``--baseline``: коммит до калибровки — hash-эмбеддер dim = 96, без порога,
-   предложения по косинусу; первая версия калибровки; версия без весов слов; версия с весами слов до
-   таблиц с шапкой; версия без вторых ворот; версия, где второе предложение ответа — не ниже 0.9 от лучшего),
-   код которых берётся из git. Печатаются факт в ответе и факт в первом предложении ответа.
+3. **Итог** через командную строку (``python -m minirag index`` и ``ask``, их умолчания) на test-корпусах, на
+   которых ничего не подбиралось: ``benchmarks/ask_corpora/volna`` — документы вымышленного спорткомплекса
+   «Волна», и ``benchmarks/ask_corpora/sosnovy_bor`` — документы вымышленной управляющей компании жилого
+   комплекса (Markdown, текст, HTML; таблицы, списки, вопросы и ответы); каждый корпус вместе с вопросами к нему
+   написал помощник, не видевший ни кода, ни вопросов dev, ни прежних корпусов; меряется, не разбираясь. Те же
+   вопросы задаются новой версии (этот код) и прежним (``--baseline``: коммит до калибровки — hash-эмбеддер
+   dim = 96, без порога, предложения по косинусу; первая версия калибровки; версия без весов слов; версия с весами
+   слов до таблиц с шапкой; версия без вторых ворот; версия, где второе предложение ответа — не ниже 0.9 от
+   лучшего), код которых берётся из git. Печатаются факт в ответе, факт в первом предложении ответа, отказы на
+   вопросах из другой области, ответы на вопросы из соседней (``neighbour_topic``: та же область, но корпус на них
+   не отвечает), время index и одного вопроса (процессом ``ask``, с загрузкой индекса), размер файла индекса.
 
 Запуск из корня репозитория: ``python benchmarks/bench_ask.py`` (``--skip-baseline`` — без
 прежних версий, ``--only final`` — только итог, ``--only e5 --write-measured`` — часть 1б и её dev-числа в
 ``src/minirag/demo/measured.json``). Код выхода 1, если умолчания библиотеки не
-совпали с выбранными на dev или итог на test не достиг цели (факт в ≥ 80 % ответов, отказ на
-всех вопросах не о корпусе).
+совпали с выбранными на dev или итог на каком-нибудь test-корпусе не достиг цели (факт в ≥ 70 % ответов, в
+первом предложении — в ≥ 55 %, отказ на всех вопросах из другой области, ответ — не больше чем на один вопрос
+из соседней).
 """
 
 from __future__ import annotations
@@ -67,12 +71,13 @@ QUESTIONS = Path(__file__).with_name("ask_questions.json")
 # веса слов с k = 20 — версия до таблиц с шапкой и стоп-слов по словам, а не по основам; последняя версия без вторых
 # ворот (квантиль 0.95, доля 0.34); вторые ворота при доле второго предложения 0.9 от лучшего
 BASELINES = ("9168534", "ee5b680", "b4b8112", "e2e9fdf", "d40ba8f", "7380999")
-GOAL_FACTS, GOAL_REFUSED = 0.8, 1.0
+GOAL_FACTS, GOAL_FIRST, GOAL_NEIGHBOURS = 0.7, 0.55, 1  # цель на каждом test-корпусе (issue 30)
 ASK_SECTION = "## Свои файлы:"  # заголовок раздела benchmarks/README.md об этом бенчмарке
 
 
 def questions() -> dict:
-    """Вопросы: {"dev": [часть, …], "test": часть}; часть — {"corpus", "facts": [{"question", "fact"}], "off_topic"}."""
+    """Вопросы: {"dev": [часть, …], "test": [часть, …]}; часть — {"corpus", "facts": [{"question", "fact"}],
+    "off_topic" (не о корпусе, из другой области), "neighbour_topic" (из той же области, но корпус на них не отвечает)}."""
     return json.loads(QUESTIONS.read_text(encoding="utf-8"))
 
 
@@ -81,8 +86,15 @@ def _norm(text: str) -> str:
 
 
 def holds(answer: str, facts: list[str]) -> bool:
-    """Есть ли в ответе один из вариантов факта (без учёта регистра и пробелов, ё = е)."""
-    return any(_norm(fact) in _norm(answer) for fact in facts)
+    """Есть ли в ответе один из вариантов факта (без учёта регистра и пробелов, ё = е); число — только целым:
+    «77» не находится в «1770»."""
+    text = _norm(answer)
+    for fact in map(_norm, facts):
+        before = r"(?<!\d)" if fact[:1].isdigit() else ""
+        after = r"(?!\d)" if fact[-1:].isdigit() else ""
+        if re.search(before + re.escape(fact) + after, text):
+            return True
+    return False
 
 
 def export_demo_corpus(folder: Path) -> Path:
@@ -308,7 +320,7 @@ def _part_grid(part: dict, folder: Path) -> dict[tuple, dict]:
         for gate, k, quantile in itertools.product(ANSWER_GRID["gate"], ANSWER_GRID["k"], ANSWER_GRID["quantile"]):
             threshold = float(np.quantile(scores, quantile, method="higher"))
             hits = {q: retrievers[gate].search(q, k=k, threshold=threshold)
-                    for q in [f["question"] for f in part["facts"]] + part["off_topic"]}
+                    for q in [f["question"] for f in part["facts"]] + part["off_topic"] + part["neighbour_topic"]}
             for context, weighted, coverage in itertools.product(ANSWER_GRID["context"], ANSWER_GRID["weights"],
                                                                  ANSWER_GRID["coverage"]):
                 generator = ExtractiveGenerator(index.embedder, threshold=coverage, context=context,
@@ -328,7 +340,9 @@ def _tally(part: dict, said: dict[str, str]) -> dict:
     return {"facts": sum(holds(a, f["fact"]) for a, f in zip(facts, part["facts"])),
             "first": sum(bool(m) and holds(m.group(), f["fact"]) for m, f in zip(first, part["facts"])),
             "quotes": sum(len(re.findall(r"\[\d+\]", a)) for a in facts), "n_facts": len(facts),
-            "refused": sum(said[q] == REFUSAL for q in part["off_topic"]), "n_off": len(part["off_topic"])}
+            "refused": sum(said[q] == REFUSAL for q in part["off_topic"]), "n_off": len(part["off_topic"]),
+            "neighbour_answered": sum(said[q] != REFUSAL for q in part["neighbour_topic"]),
+            "n_neighbour": len(part["neighbour_topic"])}
 
 
 def answer_grid(workdir: Path) -> list[dict]:
@@ -339,7 +353,7 @@ def answer_grid(workdir: Path) -> list[dict]:
     for setting in next(iter(parts.values())):
         row = dict(zip(_SETTINGS, setting, strict=True))
         row["parts"] = {name: grid[setting] for name, grid in parts.items()}
-        for key in ("facts", "first", "quotes", "n_facts", "refused", "n_off"):
+        for key in ("facts", "first", "quotes", "n_facts", "refused", "n_off", "neighbour_answered", "n_neighbour"):
             row[key] = sum(part[key] for part in row["parts"].values())
         rows.append(row)
     return rows
@@ -393,7 +407,7 @@ def second_table(workdir: Path, chosen: dict) -> list[dict]:
         index = Index.build(docs, EMBEDDERS[DEFAULT_EMBEDDER](), headers=chosen["headers"])
         threshold = float(np.quantile(unrelated_scores(index), chosen["quantile"], method="higher"))
         shares = unrelated_evidence(index, k=chosen["k"])
-        asked = [f["question"] for f in part["facts"]] + part["off_topic"]
+        asked = [f["question"] for f in part["facts"]] + part["off_topic"] + part["neighbour_topic"]
         for q in EVIDENCE_GRID:
             evidence = None if q is None else float(np.quantile(shares, q, method="higher"))
             retriever = Retriever(index, evidence=evidence)
@@ -406,7 +420,7 @@ def second_table(workdir: Path, chosen: dict) -> list[dict]:
                         for question, found in hits.items()}
                 rows[(q, runner_up)]["parts"][part["corpus"]] = _tally(part, said)
     for row in rows.values():
-        for key in ("facts", "first", "quotes", "n_facts", "refused", "n_off"):
+        for key in ("facts", "first", "quotes", "n_facts", "refused", "n_off", "neighbour_answered", "n_neighbour"):
             row[key] = sum(part[key] for part in row["parts"].values())
     return list(rows.values())
 
@@ -442,25 +456,22 @@ def run_cli(src: Path, *args: str) -> str:
     return result.stdout
 
 
-def final_figures(src: Path, corpus: Path, workdir: Path) -> dict:
-    """Факты и отказы test-вопросов на корпусе через ``index`` и ``ask`` версии minirag из ``src``; время и размер
-    индекса."""
-    data = questions()["test"]
-    index_file = workdir / f"{src.parent.name}.minirag"
+def final_figures(src: Path, corpus: Path, workdir: Path, data: dict) -> dict:
+    """Факты и отказы test-части ``data`` на корпусе через ``index`` и ``ask`` версии minirag из ``src`` (умолчания
+    командной строки); время и размер индекса, время вопроса (процессом, с загрузкой индекса)."""
+    from minirag import REFUSAL
+
+    index_file = workdir / f"{src.parent.name}-{data['corpus']}.minirag"
     started = time.perf_counter()
     run_cli(src, "index", str(corpus), "--out", str(index_file))
     seconds = time.perf_counter() - started
-    answers = {f["question"]: cli_answer(run_cli(src, "ask", f["question"], "--index", str(index_file)))
-               for f in data["facts"]}
-    off = {q: cli_answer(run_cli(src, "ask", q, "--index", str(index_file))) for q in data["off_topic"]}
-    from minirag import REFUSAL
-
-    first = {q: _FIRST_RE.match(a) for q, a in answers.items()}
-    return {"facts": sum(holds(answers[f["question"]], f["fact"]) for f in data["facts"]), "n_facts": len(data["facts"]),
-            "first": sum(bool(first[f["question"]]) and holds(first[f["question"]].group(), f["fact"])
-                         for f in data["facts"]),
-            "refused": sum(a == REFUSAL for a in off.values()), "n_off": len(off), "answers": answers, "off": off,
-            "index_seconds": seconds, "index_bytes": index_file.stat().st_size}
+    started = time.perf_counter()
+    said = {q: cli_answer(run_cli(src, "ask", q, "--index", str(index_file)))
+            for q in [f["question"] for f in data["facts"]] + data["off_topic"] + data.get("neighbour_topic", [])}
+    asked = time.perf_counter() - started
+    part = {**data, "neighbour_topic": data.get("neighbour_topic", [])}
+    return {**_tally(part, said), "answers": said, "index_seconds": seconds, "index_bytes": index_file.stat().st_size,
+            "question_seconds": asked / len(said), "refusal": REFUSAL}
 
 
 def baseline_src(revision: str, workdir: Path) -> Path:
@@ -475,9 +486,25 @@ def baseline_src(revision: str, workdir: Path) -> Path:
 
 def _print_final(label: str, r: dict) -> None:
     print(f"{label}: факт в ответе {r['facts']} из {r['n_facts']} ({r['facts'] / r['n_facts']:.0%}), в первом "
-          f"предложении {r['first']} из {r['n_facts']}, "
-          f"отказ на вопросах не о корпусе {r['refused']} из {r['n_off']}; index {r['index_seconds']:.1f} с, "
-          f"файл {r['index_bytes'] / 1e6:.1f} МБ")
+          f"предложении {r['first']} из {r['n_facts']} ({r['first'] / r['n_facts']:.0%}), "
+          f"отказ на вопросах не о корпусе {r['refused']} из {r['n_off']}, ответ на вопросы из соседней области "
+          f"{r['neighbour_answered']} из {r['n_neighbour']}; index {r['index_seconds']:.1f} с, "
+          f"файл {r['index_bytes'] / 1e6:.1f} МБ, вопрос {r['question_seconds']:.1f} с")
+
+
+def _short(r: dict) -> list[str]:
+    """Чем итог части не дотянул до цели issue: факт ≥ 70 %, первым ≥ 55 %, все из другой области — отказ, из
+    соседней — ответ не больше чем на один."""
+    missed = []
+    if r["facts"] < GOAL_FACTS * r["n_facts"]:
+        missed.append(f"факт в ответе {r['facts'] / r['n_facts']:.0%} < {GOAL_FACTS:.0%}")
+    if r["first"] < GOAL_FIRST * r["n_facts"]:
+        missed.append(f"факт первым {r['first'] / r['n_facts']:.0%} < {GOAL_FIRST:.0%}")
+    if r["refused"] < r["n_off"]:
+        missed.append(f"отказ не на всех вопросах из другой области ({r['refused']} из {r['n_off']})")
+    if r["neighbour_answered"] > GOAL_NEIGHBOURS:
+        missed.append(f"ответ на {r['neighbour_answered']} вопросов из соседней области (можно {GOAL_NEIGHBOURS})")
+    return missed
 
 
 def _check_defaults(best_search: dict | None, chosen: dict | None) -> list[str]:
@@ -593,21 +620,21 @@ def main(argv=None) -> int:
             chosen = {**chosen, "evidence_quantile": second["evidence_quantile"], "runner_up": second["runner_up"]}
         failures += _check_defaults(best_search, chosen)
         if args.only in (None, "final"):
-            test_corpus = questions()["test"]["corpus"]
-            print(f"3. Итог через командную строку на test-корпусе «{test_corpus}»\n")
-            corpus = export_corpus(test_corpus, workdir)
-            new = final_figures(ROOT / "src", corpus, workdir)
-            _print_final("новые умолчания ", new)
-            if args.verbose:
-                for q, a in {**new["answers"], **new["off"]}.items():
-                    print(f"  {q} → {a}")
-            for revision in [] if args.skip_baseline else args.baseline:
-                old = final_figures(baseline_src(revision, workdir), corpus, workdir)
-                _print_final(f"прежние ({revision})", old)
-                print(f"  отношение новое/прежнее: время index {new['index_seconds'] / old['index_seconds']:.1f}×, "
-                      f"размер файла {new['index_bytes'] / old['index_bytes']:.1f}×")
-            if new["facts"] < GOAL_FACTS * new["n_facts"] or new["refused"] < GOAL_REFUSED * new["n_off"]:
-                failures.append("итог на test ниже цели: факт ≥ 80 %, отказ на всех вопросах не о корпусе")
+            for part in questions()["test"]:
+                print(f"3. Итог через командную строку на test-корпусе «{part['corpus']}»\n")
+                corpus = export_corpus(part["corpus"], workdir)
+                new = final_figures(ROOT / "src", corpus, workdir, part)
+                _print_final("новые умолчания ", new)
+                if args.verbose:
+                    for q, a in new["answers"].items():
+                        print(f"  {q} → {a}")
+                for revision in [] if args.skip_baseline else args.baseline:
+                    old = final_figures(baseline_src(revision, workdir), corpus, workdir, part)
+                    _print_final(f"прежние ({revision})", old)
+                    print(f"  отношение новое/прежнее: время index {new['index_seconds'] / old['index_seconds']:.1f}×, "
+                          f"размер файла {new['index_bytes'] / old['index_bytes']:.1f}×")
+                failures += [f"«{part['corpus']}»: {m}" for m in _short(new)]
+                print()
     for failure in failures:
         print(f"НЕ ВЫПОЛНЕНО: {failure}")
     return 1 if failures else 0
