@@ -1,7 +1,7 @@
 """Класс независимых слушателей из ``tests/learners/<lab>/<имя>.cells``: разбор файлов и их ноутбуки.
 
 Формат файла — в tests/learners/README.md. Слушателей читают ``test_learners.py`` (``grade`` и ``check``)
-и ``test_labs.py`` (Validate: ``nbgrader autograde`` честных работ в той же выдаче, что и решений).
+и ``test_labs_release.py`` (Validate: ``nbgrader autograde`` честных работ в той же выдаче, что и решений).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 Формат файла — в tests/learners/README.md. Вся группа лабораторной проверяется одной командой
 ``grade`` (как у преподавателя); потом каждую работу проверяет ``check`` (как у слушателя), и
 вердикты видимых тестов обязаны совпасть. Validate (``nbgrader autograde``) честных работ проверяет
-``test_labs.py`` — в одном запуске nbgrader с решениями.
+``test_labs_release.py`` — в одном запуске nbgrader с решениями.
 """
 
 from __future__ import annotations

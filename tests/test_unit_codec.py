@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from autograde.judge import codec
 from autograde.judge.codec import (
     FRAME_DEPTH,
     FRAME_NODES,
@@ -500,3 +501,34 @@ def test_the_relay_turns_a_corrupt_or_non_object_reply_into_a_refusal(payload):
         while not reader.ready():
             reader.pull()
     assert reader.violation is None and reader.message == {"refused": "повреждённый ответ ядра"}
+
+
+# ---------- кадры: одна реализация на проверку, судью и ядро ----------
+def reader(data: bytes, step: int = 3):
+    """Поток, который отдаёт байты кусками не больше ``step`` (как сокет под нагрузкой)."""
+    position = 0
+
+    def read(n: int) -> bytes:
+        nonlocal position
+        chunk = data[position:position + min(n, step)]
+        position += len(chunk)
+        return chunk
+    return read
+
+
+def test_a_frame_read_back_in_small_pieces_is_the_message_and_the_next_frame_follows():
+    message = {"op": "get", "name": "Отпуск", "n": [1, 2.5, None]}
+    read = reader(codec.frame(message) + codec.frame({"op": "end"}))
+    assert json.loads(codec.read_frame(read, 1 << 20)) == message
+    assert json.loads(codec.read_frame(read, 1 << 20)) == {"op": "end"}
+    assert codec.read_frame(read, 1 << 20) is None  # поток кончился — не кадр
+
+
+def test_a_stream_closed_mid_frame_is_no_frame_and_an_oversized_one_is_not_read():
+    data = codec.frame({"x": "y" * 100})
+    assert codec.read_frame(reader(data[:-1]), 1 << 20) is None
+    assert codec.read_frame(reader(data[:2]), 1 << 20) is None
+    read = reader(data)
+    with pytest.raises(codec.LimitError):
+        codec.read_frame(read, 50)
+    assert read(1 << 20) == data[codec.HEADER:][:3]  # тело не читали: в потоке — его начало

@@ -43,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def collect(course: Course) -> tuple[list[str], dict[str, dict], dict[str, dict]]:
     """(лабораторные, {ключ: {lab: (баллы, ждёт ли ручной проверки)}}, {ключ: {id, name, email}})."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
+
+    from autograde.store.gradebook import open_gradebook
 
     labs = lab_names(course.root)
     scores: dict[str, dict] = {}
@@ -52,7 +54,7 @@ def collect(course: Course) -> tuple[list[str], dict[str, dict], dict[str, dict]
     for student in group.students:
         people[safe_key(student["id"])] = {"id": student["id"], "name": student.get("name", ""),
                                            "email": student.get("email", "")}
-    with Gradebook(course.db_url, course.course_id) as gb:
+    with open_gradebook(course.db_url, course.course_id) as gb:
         for lab in labs:
             for result in load(Lab(course, lab).results):
                 people.setdefault(result.student, {"id": result.display_id, "name": "", "email": ""})

@@ -160,13 +160,14 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
 
 def _grade_all(course, lab, ctx, tasks, quiet, outcomes) -> int:
     """Проверить ``tasks`` (``outcomes`` — пул или кластер) и записать итоги пачками, с ними — строки «не сдано»."""
-    from nbgrader.api import Gradebook
     from tqdm import tqdm
+
+    from autograde.store.gradebook import open_gradebook
 
     done, counts = 0, {}
     bar = tqdm(total=len(tasks), desc=lab.name, unit="раб", file=sys.stderr, dynamic_ncols=True, disable=not tasks)
     try:
-        with Gradebook(course.db_url, course.course_id) as gb, save.Recorder(lab, gb) as recorder:
+        with open_gradebook(course.db_url, course.course_id) as gb, save.Recorder(lab, gb) as recorder:
             for task in quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
                 recorder.add(worker.unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"])))
             for task, outcome in outcomes(tasks, ctx):

@@ -42,6 +42,7 @@ def release(labs: list[str] | None = None, root: Path | None = None, log=print) 
     from autograde.course import Course
     from autograde.intake.history import releases
     from autograde.lab.master import build_master
+    from autograde.store.gradebook import create
 
     root = Path(root or ROOT).resolve()
     known = lab_names(root)
@@ -52,6 +53,7 @@ def release(labs: list[str] | None = None, root: Path | None = None, log=print) 
     target = root / RELEASE
     target.mkdir(exist_ok=True)
     course = Course.load(root)
+    create(course.db_url)  # новую базу — сами: nbgrader создал бы её, запуская программу alembic (секунды)
     released = []
     for lab in wanted:
         with tempfile.TemporaryDirectory(prefix=".release-", dir=target) as tmp:

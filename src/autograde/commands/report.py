@@ -31,11 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def manual_scores(course: Course, lab: str) -> dict[str, dict]:
     """Ручные оценки из базы: {ключ слушателя: {grade_id: (балл, комментарий)}}."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    from autograde.store.gradebook import stored
+    from autograde.store.gradebook import open_gradebook, stored
 
-    with Gradebook(course.db_url, course.course_id) as gb:
+    with open_gradebook(course.db_url, course.course_id) as gb:
         try:
             return {student: manual for student, (_, manual) in stored(gb, lab).items()}
         except MissingEntry:  # задания нет в базе: ничего не проверяли

@@ -14,7 +14,6 @@
 
 import json as _json
 import socket as _socket
-import struct as _struct
 import sys as _sys
 
 _server = None
@@ -125,20 +124,8 @@ def cap_output(limit: int) -> None:
 
 
 def _receive(conn):
-    head = b""
-    while len(head) < 4:
-        chunk = conn.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (size,) = _struct.unpack(">I", head)
-    body = bytearray()
-    while len(body) < size:
-        chunk = conn.recv(min(size - len(body), 1 << 20))
-        if not chunk:
-            return None
-        body += chunk
-    return _json.loads(bytes(body))
+    body = read_frame(conn.recv, 1 << 31)  # noqa: F821 — из codec.py; запросы шлёт доверенная проверка
+    return None if body is None else _json.loads(body)
 
 
 def serve() -> None:
@@ -153,5 +140,4 @@ def serve() -> None:
                 reply = _reply(request)
             except BaseException as exc:  # noqa: BLE001 — канал не должен ронять ядро
                 reply = {"refused": f"сбой канала в ядре: {type(exc).__name__}: {exc}"}
-            data = _json.dumps(reply, ensure_ascii=False).encode("utf-8")
-            conn.sendall(_struct.pack(">I", len(data)) + data)
+            conn.sendall(frame(reply))  # noqa: F821 — из codec.py

@@ -55,6 +55,44 @@ class LimitError(ValueError):
         self.kind, self.limit = kind, limit
 
 
+# ---------- кадры: одни на всех сторонах канала (проверка, судья, ядро) ----------
+HEADER = 4  # длина тела кадра: 4 байта, big-endian; тело — JSON в UTF-8
+
+
+def frame(message) -> bytes:
+    """Кадр сообщения: 4 байта длины и JSON в UTF-8."""
+    data = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    return len(data).to_bytes(HEADER, "big") + data
+
+
+def frame_size(head: bytes) -> int:
+    """Длина тела кадра по его первым ``HEADER`` байтам."""
+    return int.from_bytes(head[:HEADER], "big")
+
+
+def read_frame(read, limit: int) -> bytes | None:
+    """Тело одного кадра из потока: ``read(n)`` отдаёт до n байт (``b""`` — поток закрыт). None — поток закрылся
+    раньше, чем пришёл кадр целиком; тело длиннее ``limit`` байт — ``LimitError``, и его не читают."""
+    head = _read_exact(read, HEADER)
+    if head is None:
+        return None
+    size = frame_size(head)
+    if size > limit:
+        raise LimitError("bytes", limit, f"кадр больше {limit // 2**20} МБ ({size // 2**20} МБ)")
+    return _read_exact(read, size)
+
+
+def _read_exact(read, size: int) -> bytes | None:
+    chunks = []
+    while size:
+        chunk = read(min(size, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
 # строка JSON целиком (с экранированием) или одна структурная литера (группа 1); строки пропускаются движком re
 # и не копируются: у строки группа 1 пуста
 _TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|([\[\]{},])')

@@ -19,11 +19,10 @@ import copy
 import io
 import json
 import os
-import struct
 import sys
 import traceback
 
-from codec import CodecError, Decoder, Encoder, dataclass_by_name
+from codec import CodecError, Decoder, Encoder, LimitError, dataclass_by_name, frame, read_frame
 
 MAX_FRAME = 64 * 1024 * 1024
 MAX_STREAM = 256 * 1024  # столько печати теста сохраняем
@@ -31,31 +30,22 @@ CELL_FILE = "<тест>"
 
 
 class Channel:
-    """Кадры по двум дескрипторам: 4 байта длины (big-endian) и JSON в UTF-8."""
+    """Кадры по двум дескрипторам (``codec.frame``): 4 байта длины и JSON в UTF-8."""
 
     def __init__(self, read_fd: int, write_fd: int):
         self.read_fd, self.write_fd = read_fd, write_fd
 
-    def _read_exact(self, size: int) -> bytes:
-        chunks = []
-        while size:
-            chunk = os.read(self.read_fd, min(size, 1 << 20))
-            if not chunk:
-                raise EOFError("проверка закрыла канал")
-            chunks.append(chunk)
-            size -= len(chunk)
-        return b"".join(chunks)
-
     def receive(self) -> dict:
-        (size,) = struct.unpack(">I", self._read_exact(4))
-        if size > MAX_FRAME:
-            raise EOFError("слишком большой кадр")
-        return json.loads(self._read_exact(size))
+        try:
+            data = read_frame(lambda n: os.read(self.read_fd, n), MAX_FRAME)
+        except LimitError:
+            raise EOFError("слишком большой кадр") from None
+        if data is None:
+            raise EOFError("проверка закрыла канал")
+        return json.loads(data)
 
     def send(self, message: dict) -> None:
-        data = json.dumps(message, ensure_ascii=False).encode("utf-8")
-        os.write(self.write_fd, struct.pack(">I", len(data)))
-        view = memoryview(data)
+        view = memoryview(frame(message))
         while view:
             view = view[os.write(self.write_fd, view):]
 

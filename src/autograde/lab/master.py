@@ -131,10 +131,11 @@ def build_master(source: Path, lab: str, config) -> Master:
 
 def register(master: Master, db_url: str, course_id: str) -> None:
     """Записать задание и его ячейки в базу оценок (как generate_assignment): нужно formgrader'у."""
-    from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveCells
 
-    with Gradebook(db_url, course_id) as gb:
+    from autograde.store.gradebook import open_gradebook
+
+    with open_gradebook(db_url, course_id) as gb:
         gb.update_or_create_assignment(master.lab)
     resources = {"nbgrader": {"notebook": master.lab, "assignment": master.lab, "db_url": db_url}}
     SaveCells()(copy.deepcopy(master.notebook), resources)

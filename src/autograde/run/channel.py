@@ -1,6 +1,6 @@
 """Каналы доверенного процесса: кадры к судье (его stdin/stdout) и к сокету ``_autograde_bridge`` в ядре.
 
-Кадр — 4 байта длины (big-endian) и JSON. Ответ ядра — чужие данные: до разбора он проверяется
+Кадр — 4 байта длины (big-endian) и JSON (``codec.frame``: одна реализация на проверку, судью и ядро). Ответ ядра — чужие данные: до разбора он проверяется
 по сырым байтам (``codec.scan``: размер, вложенность, число значений), и только потом разбирается
 и передаётся судье; ответ сверх пределов не разбирается вовсе — это вина работы (``violation``).
 Здесь же — код, который ставит канал в ядро слушателя до его первой ячейки (исходники
@@ -9,15 +9,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import socket
-import struct
 import time
 from pathlib import Path
 
-from autograde.judge.codec import FRAME_DEPTH, FRAME_NODES, LimitError, loads
+from autograde.judge.codec import FRAME_DEPTH, FRAME_NODES, HEADER, LimitError, frame, frame_size, loads
 from autograde.sandbox import Process
 
 INSIDE = Path(__file__).resolve().parents[1] / "judge"
@@ -31,11 +29,6 @@ INSTALL_BRIDGE = ("import sys as _s, types as _t\n"
                   "_s.modules['_autograde_bridge'] = _m\n"
                   "del _s, _t, _m")
 SERVE = "__import__('_autograde_bridge').serve()"
-
-
-def frame(message: dict) -> bytes:
-    data = json.dumps(message, ensure_ascii=False).encode("utf-8")
-    return struct.pack(">I", len(data)) + data
 
 
 class FrameReader:
@@ -64,16 +57,16 @@ class FrameReader:
                 self.closed = True
                 return
             self.buffer += chunk
-            if len(self.buffer) >= 4:
-                (size,) = struct.unpack(">I", self.buffer[:4])
+            if len(self.buffer) >= HEADER:
+                size = frame_size(self.buffer)
                 if size > self.limit:
                     self.violation = LimitError("bytes", self.limit, f"больше {self.limit // 2**20} МБ "
                                                                      f"({size // 2**20} МБ)")
                     self.closed = True
                     return
-                if len(self.buffer) >= 4 + size:
+                if len(self.buffer) >= HEADER + size:
                     try:
-                        self.message = loads(self.buffer[4:4 + size], self.limit, FRAME_DEPTH, FRAME_NODES)
+                        self.message = loads(self.buffer[HEADER:HEADER + size], self.limit, FRAME_DEPTH, FRAME_NODES)
                     except LimitError as exc:
                         self.violation, self.closed = exc, True
                         return
@@ -141,17 +134,15 @@ class JudgeChannel:
             self.buffer += chunk
 
     def has_frame(self) -> bool:
-        if len(self.buffer) >= 4:
-            (size,) = struct.unpack(">I", self.buffer[:4])
-            if len(self.buffer) >= 4 + size:
-                return True
+        if len(self.buffer) >= HEADER and len(self.buffer) >= HEADER + frame_size(self.buffer):
+            return True
         if self.eof:
             raise EOFError("судья закрыл канал")
         return False
 
     def take(self) -> dict:
-        (size,) = struct.unpack(">I", self.buffer[:4])
-        data, self.buffer = self.buffer[4:4 + size], self.buffer[4 + size:]
+        size = frame_size(self.buffer)
+        data, self.buffer = self.buffer[HEADER:HEADER + size], self.buffer[HEADER + size:]
         try:  # судья доверенный, но в его кадрах — сообщения из кода слушателя: те же пределы
             return loads(data, JUDGE_FRAME, FRAME_DEPTH, FRAME_NODES)
         except ValueError as exc:

@@ -21,6 +21,43 @@ from autograde.lab.result import Result, fmt
 from autograde.store.results import atomic_write
 
 
+def open_gradebook(db_url: str, course_id: str):
+    """``Gradebook`` nbgrader; новую базу сначала создаёт ``create`` — быстро и без программы alembic на PATH."""
+    from nbgrader.api import Gradebook
+
+    create(db_url)
+    return Gradebook(db_url, course_id)
+
+
+def create(db_url: str) -> None:
+    """Создать базу оценок, если её нет: таблицы nbgrader и отметка версии схемы.
+
+    Так делает и сам nbgrader, но версию схемы он узнаёт, запуская программу ``alembic`` (секунды на каждую
+    новую базу, и только если она на PATH); здесь та же версия читается из миграций nbgrader в этом процессе.
+    """
+    import nbgrader
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.api import Base
+    from sqlalchemy import create_engine, inspect, text
+
+    if db_url.startswith("sqlite:///"):  # папки базы может ещё не быть (свежий клон курса)
+        Path(db_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(db_url)
+    try:
+        if inspect(engine).get_table_names():
+            return
+        config = Config()
+        config.set_main_option("script_location", str(Path(nbgrader.__file__).parent / "alembic"))
+        head = ScriptDirectory.from_config(config).get_current_head()
+        Base.metadata.create_all(bind=engine)
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+            connection.execute(text("INSERT INTO alembic_version (version_num) VALUES (:head)"), {"head": head})
+    finally:
+        engine.dispose()
+
+
 def sync(gb, lab: str, result: Result, timestamp: str | None, manual_dir: Path) -> None:
     """Записать автобаллы работы в базу; снять устаревшую ручную оценку изменённого ответа."""
     with warnings.catch_warnings():  # SAWarning nbgrader о сессии SQLAlchemy — не ошибка

@@ -113,12 +113,11 @@ def finish(course, lab, master, results: list[Result]) -> dict[str, dict]:
     """Догнать базу до итогов (после kill -9 могла отстать), обновить отзывы с ручными баллами,
     добавить замечания о переоткрытых письменных ответах. Вернуть ручные оценки по слушателям."""
     import nbformat
-    from nbgrader.api import Gradebook
 
     from autograde.render import feedback
 
     manual = {}
-    with Gradebook(course.db_url, course.course_id) as gb:
+    with gradebook.open_gradebook(course.db_url, course.course_id) as gb:
         known = gradebook.stored(gb, lab.name)  # вся лабораторная — двумя запросами, не по запросу на работу
         for result in results:
             if not result.counted:
