@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,11 +28,13 @@ from minirag.defaults import (
 )
 from minirag.generate import WEIGHTED_COVERAGE
 
+CACHE = tempfile.mkdtemp(prefix="minirag-cache-")  # кэш демо-индекса тестов — не в папке пользователя
+
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess:
     clean = {name: value for name, value in os.environ.items() if name not in ENV}
     return subprocess.run([sys.executable, "-m", "minirag", *args], capture_output=True, text=True, timeout=60,
-                          env={**clean, "PYTHONUTF8": "1", **env})
+                          env={**clean, "PYTHONUTF8": "1", "MINIRAG_CACHE": CACHE, **env})
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +94,24 @@ def test_ask_on_the_demo_corpus_by_default_and_threshold_refusal():
     result = run("ask", "Сколько дней длится ежегодный отпуск?", "--threshold", "0.99")
     assert result.returncode == 0 and "Индекс: демо-корпус" in result.stdout
     assert "Не найдено" in result.stdout and "В контексте ответа нет." in result.stdout
+
+
+def test_ask_without_an_index_builds_the_demo_index_once_and_survives_a_broken_or_readonly_cache(tmp_path):
+    """Демо-индекс строится один раз на версию библиотеки; испорченный кэш строится заново, недоступный — не нужен."""
+    question = ("ask", "Сколько дней длится ежегодный отпуск?", "--embedder", "hash")
+    first = run(*question, MINIRAG_CACHE=str(tmp_path))
+    cached = list(tmp_path.glob("demo-hash-*.minirag"))
+    assert first.returncode == 0 and len(cached) == 1
+    stamp = cached[0].stat().st_mtime_ns
+    again = run(*question, MINIRAG_CACHE=str(tmp_path))
+    assert again.stdout == first.stdout and cached[0].stat().st_mtime_ns == stamp  # взят из кэша, не перестроен
+    cached[0].write_bytes(b"not a zip")
+    broken = run(*question, MINIRAG_CACHE=str(tmp_path))
+    assert broken.returncode == 0 and broken.stdout == first.stdout
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("")
+    elsewhere = run(*question, MINIRAG_CACHE=str(blocked / "cache"))  # папку не создать
+    assert elsewhere.returncode == 0 and elsewhere.stdout == first.stdout and not elsewhere.stderr.strip()
 
 
 def test_ask_with_a_model_server_and_the_fallback_when_it_is_down():

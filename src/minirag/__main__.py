@@ -27,10 +27,20 @@ import sys
 
 from . import store
 from .argparse_ru import Parser, UsageError, cosine_value, positive_int
+from .cache import demo_index
 from .calibrate import Calibration, calibrate
 from .chunk import chunk_text
 from .data import DEMO_DOCS
-from .defaults import DEFAULT_K, DEV_HIT3, DEV_MRR, EMBEDDERS, OLD_INDEX_EMBEDDER, default_embedder, default_method
+from .defaults import (
+    DEFAULT_K,
+    DEV_HIT3,
+    DEV_MRR,
+    EMBEDDERS,
+    LOCAL,
+    OLD_INDEX_EMBEDDER,
+    default_embedder,
+    default_method,
+)
 from .embed import HashEmbedder
 from .errors import MiniRagError
 from .generate import WEIGHTED_COVERAGE, answer
@@ -105,8 +115,8 @@ def _load(args) -> tuple[Index, str, Calibration | None, str]:
     """Индекс из ``--index`` (эмбеддер — из файла, если не задан) или демо-корпус; его калибровка и имя эмбеддера."""
     if not args.index:
         name = _chosen_embedder(args.embedder)
-        index = Index.build(DEMO_DOCS, _embedder(name), headers=True, progress=sys.stderr.isatty())
-        return index, "демо-корпус", calibrate(index), name
+        index, calibration = demo_index(name, _embedder(name), cache=name in LOCAL, progress=sys.stderr.isatty())
+        return index, "демо-корпус", calibration, name
     meta = store.read_meta(args.index)
     name = args.embedder or meta.get("embedder", OLD_INDEX_EMBEDDER)
     if name not in EMBEDDERS:
