@@ -52,6 +52,11 @@ LOCAL_START_TIMEOUT = 300  # секунд на запуск хотя бы одн
 LOCAL_ALLOWED_FAILURES = 1  # у local:N работа, уронившая двух работников, — ошибка (как в пуле)
 PACKAGES = ("numpy", "nbformat", "nbconvert", "nbgrader", "ipykernel", "jupyter_client", "nh3")
 SLOTS = 32  # uid песочницы различает 32 слота на процесс-работник (sandbox/launch.py)
+# local:N: без фоновой работы Dask, которая нужна только его панели (её здесь нет): профилировщик задач
+# (снимок стека каждые 10 мс), замер GIL, опрос системы дважды в секунду. На 2 ядрах она съедала процессор
+# у проверки (benchmarks/README.md, «Кластер»); работникам отдельного планировщика это ставят в их конфиге Dask.
+QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.system-monitor.gil.enabled": False,
+         "distributed.admin.system-monitor.interval": "5s"}
 
 
 class Refused(Exception):
@@ -80,9 +85,10 @@ class Cluster:
             if local:
                 if int(local.group(1)) < 1:
                     raise CourseError("--cluster local:N: N должно быть не меньше 1.")
-                with dask.config.set({"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}):
-                    self.local = LocalCluster(n_workers=0, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                              dashboard_address=None, silence_logs=logging.CRITICAL)
+                # на всё время процесса (одна проверка): работников запускает scale() позже, в фоне
+                dask.config.set({"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES, **QUIET})
+                self.local = LocalCluster(n_workers=0, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                          dashboard_address=None, silence_logs=logging.CRITICAL)
                 self.local.scale(int(local.group(1)))  # не ждём: работники запускаются, пока идёт приём сдач
                 self.client = Client(self.local, timeout=CONNECT_TIMEOUT)
             elif "://" in address:
