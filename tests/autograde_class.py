@@ -343,10 +343,11 @@ AFTER_COSINE = ["cosine", "top_k", "chunk_text", "build_prompt", "check_citation
 
 
 def _bridge_reply(payload: str) -> str:
-    """Код слушателя: канал в ядре отвечает судье не JSON-ом значения, а ``payload`` (выражение — строка)."""
-    return ("import json as _json, sys as _sys, types as _types\n"
+    """Код слушателя: канал в ядре отвечает судье не JSON-ом значения, а кадром с ``payload`` (выражение — строка):
+    подменена функция кадра (``codec.frame``, исполненный в том же модуле канала)."""
+    return ("import sys as _sys\n"
             "_bridge = _sys.modules['_autograde_bridge']\n"
-            f"_bridge._json = _types.SimpleNamespace(loads=_json.loads, dumps=lambda reply, **kw: {payload})")
+            f"_bridge.frame = lambda reply: (lambda d: len(d).to_bytes(4, 'big') + d)(({payload}).encode())")
 
 
 def oversized_cases(lab: Lab) -> list[Case]:
