@@ -164,7 +164,7 @@ def _export_folder(name: str):
 CORPORA = {"demo": export_demo_corpus, "book": export_book_corpus, "course_docs": export_course_docs,
            "wiki": _export_folder("wiki"), "kedr": _export_folder("kedr"),
            "kamerton": _export_folder("kamerton"), "vetklinika": _export_folder("vetklinika"),
-           "volna": _export_folder("volna")}
+           "volna": _export_folder("volna"), "sosnovy_bor": _export_folder("sosnovy_bor")}
 
 
 def export_corpus(name: str, workdir: Path) -> Path:
