@@ -31,7 +31,7 @@ def test_each_version_is_stored_once_with_its_lms_time_in_utc(tmp_path):
     assert again == first and len(history.versions("petrov")) == 1  # та же работа из другой выгрузки — не новая
     assert first.submitted_at == "2026-10-01T20:00:00+00:00" and first.notes == ["замечание"]
     assert (first.display_id, first.raw_id, first.source) == ("Пётр Петров", "petrov_123", "moodle.zip:petrov_123/lab.ipynb")
-    assert history.data("petrov", first) == b'{"v": 1}'
+    assert history.path("petrov", first).read_bytes() == b'{"v": 1}'
     assert sorted(p.name for p in (tmp_path / "petrov").iterdir()) == [f"{first.digest}.ipynb", f"{first.digest}.json"]
 
 
@@ -62,7 +62,7 @@ def test_a_broken_submission_is_a_version_too_and_has_no_notebook_file(tmp_path)
     """Битый файл — тоже сдача: её ошибка видна в строке, а следующая исправная версия её заменит."""
     history = History(tmp_path)
     broken = history.add("k", sub(None, datetime(2026, 10, 1, tzinfo=timezone.utc), error="файл не JSON"), "k")
-    assert broken.error == "файл не JSON" and history.data("k", broken) is None
+    assert broken.error == "файл не JSON" and history.path("k", broken) is None
     assert history.add("k", sub(None, datetime(2026, 10, 1, tzinfo=timezone.utc), error="файл не JSON"), "k") == broken
     fixed = history.add("k", sub(b"{}", datetime(2026, 10, 2, tzinfo=timezone.utc)), "k")
     assert history.newest("k") == fixed
@@ -95,7 +95,7 @@ def test_merging_two_records_moves_every_version_and_drops_the_old_key(tmp_path)
     history.move("petrov_555", "petrov")
     assert history.keys() == ["petrov"] and not (tmp_path / "petrov_555").exists()
     assert sorted(v.digest for v in history.versions("petrov")) == sorted([shared.digest, own.digest])
-    assert history.newest("petrov") == own and history.data("petrov", own) == b"later"
+    assert history.newest("petrov") == own and history.path("petrov", own).read_bytes() == b"later"
     history.move("nobody", "petrov")  # нечего переносить — ничего и не меняется
     assert history.keys() == ["petrov"]
 

@@ -73,10 +73,6 @@ class History:
         versions = self.versions(key)
         return versions[-1] if versions else None
 
-    def data(self, key: str, version: Version) -> bytes | None:
-        path = self.path(key, version)
-        return path.read_bytes() if path else None
-
     def path(self, key: str, version: Version) -> Path | None:
         """Файл ноутбука этой версии (None — сдача не прочиталась, хранится только ошибка)."""
         path = self.folder / key / f"{version.digest}.ipynb"

@@ -242,14 +242,6 @@ def _write_rows(gb) -> None:
         gb.db.execute(insert(table), [vars(row) for row in rows[table]])
 
 
-def cell_names(gb, lab: str) -> dict[str, str]:
-    """{id ячейки эталона в базе: её grade_id} — читается один раз за жизнь ``gb`` (``_known``).
-
-    ``Grade.name`` у nbgrader — прокси через ячейку: на каждую оценку он ходил бы в базу отдельно.
-    """
-    return _known(gb, lab).names
-
-
 def stored(gb, lab: str) -> dict[str, tuple[dict, dict]]:
     """Оценки всей лабораторной в базе — четырьмя запросами: {ключ слушателя: (автобаллы {grade_id: балл},
     ручные оценки {grade_id: (балл или None, комментарий)})}; в словаре только те, у кого есть сдача.
@@ -283,7 +275,7 @@ def stored(gb, lab: str) -> dict[str, tuple[dict, dict]]:
 
 def manual_grades(gb, lab: str, notebook) -> dict:
     """Ручные баллы и комментарии преподавателя одной сдачи: {grade_id: (балл или None, комментарий)}."""
-    names = cell_names(gb, lab)
+    names = _known(gb, lab).names  # Grade.name у nbgrader ходил бы в базу за каждой оценкой
     return _manual({names[g.cell_id]: g.manual_score for g in notebook.grades},
                    {names[c.cell_id]: c.manual_comment or "" for c in notebook.comments})  # auto_comment — не его
 
