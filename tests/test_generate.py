@@ -330,3 +330,17 @@ def test_answer_through_a_retriever_weighs_question_words_by_its_corpus():
         match(["отпуск", "дн"], "Отпуск 28 дней.", weights=[1.0])
     with pytest.raises(MiniRagError, match="weights должен"):
         ExtractiveGenerator(weights=[1.0, 2.0])
+
+
+def test_least_lets_weaker_sentences_into_an_answer_but_does_not_decide_whether_to_answer():
+    hits = [Hit(1, 0.9, "a", 0, "Отпуск", "Ежегодный отпуск длится 28 дней. Отпуск переносят заявлением.")]
+    query = "Сколько дней длится ежегодный отпуск?"
+    strict = ExtractiveGenerator(threshold=0.5, runner_up=0.0).answer_from(query, hits)
+    loose = ExtractiveGenerator(threshold=0.5, least=0.2, runner_up=0.0).answer_from(query, hits)
+    assert strict == "Ежегодный отпуск длится 28 дней [1]."
+    assert loose == "Ежегодный отпуск длится 28 дней [1]. Отпуск переносят заявлением [1]."
+    # ни одно предложение не набрало threshold — отказ, как бы мала ни была least
+    assert ExtractiveGenerator(threshold=0.9, least=0.1).answer_from("Сколько дней длится отпуск на Марсе?", hits) \
+        == REFUSAL
+    with pytest.raises(MiniRagError, match="least.*не больше threshold = 0.5"):
+        ExtractiveGenerator(threshold=0.5, least=0.6)

@@ -65,3 +65,15 @@ def test_an_evidence_share_outside_zero_to_one_is_explained():
 def test_an_unknown_method_is_explained():
     with pytest.raises(MiniRagError, match="method должен быть одним из 'cosine', 'bm25', 'hybrid'"):
         Retriever(INDEX, "bm42")
+
+
+def test_the_familiar_gate_lets_through_a_question_whose_words_are_all_in_the_corpus_and_only_that():
+    best = float(INDEX.scores(QUERY).max())
+    familiar = Retriever(INDEX, familiar=True)
+    assert familiar.knows(QUERY) and len(familiar.search(QUERY, k=4, threshold=best + 0.5)) == 4
+    assert Retriever(INDEX).search(QUERY, k=4, threshold=best + 0.5) == []  # без третьих ворот — отказ
+    stranger = "Сколько дней длится ежегодный отпуск на Марсе?"  # «Марс» корпусу незнаком
+    assert not familiar.knows(stranger)
+    assert familiar.search(stranger, k=4, threshold=float(INDEX.scores(stranger).max()) + 0.01) == []
+    assert not familiar.knows("Как и где?")  # одни служебные слова: знать нечего, решает порог
+    assert "familiar=True" in repr(familiar) and "familiar" not in repr(Retriever(INDEX))

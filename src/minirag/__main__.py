@@ -38,12 +38,13 @@ from .defaults import (
     EMBEDDERS,
     LOCAL,
     OLD_INDEX_EMBEDDER,
+    ask_settings,
     default_embedder,
     default_method,
 )
 from .embed import HashEmbedder
 from .errors import MiniRagError
-from .generate import WEIGHTED_COVERAGE, answer
+from .generate import WEIGHTED_COVERAGE, ExtractiveGenerator, answer
 from .index import Index
 from .loaders import load_folder
 from .prompt import build_prompt
@@ -100,7 +101,8 @@ def _cmd_index(args) -> int:
                         headers=True, progress=sys.stderr.isatty())
     if sys.stderr.isatty():  # на больших корпусах калибровка идёт секунды: пусть будет видно, что идёт
         print("Калибрую пороги отказа по вопросам не о корпусе…", file=sys.stderr)
-    calibration = calibrate(index)
+    settings = ask_settings(args.embedder)
+    calibration = calibrate(index, quantile=settings["quantile"], evidence_quantile=settings["evidence_quantile"])
     try:
         path = index.save(args.out, meta={"embedder": args.embedder, "calibration": calibration.to_dict()})
     except OSError as exc:
@@ -151,7 +153,11 @@ def _cmd_ask(args) -> int:
         threshold, about = None, "в индексе нет калибровки (он построен прежней версией): перестрой его командой index"
     # вторые ворота — из калибровки; --threshold задаёт ворота целиком, и тогда они только по косинусу
     evidence = calibration.evidence if calibration is not None and args.threshold is None else None
-    retriever = Retriever(index, args.method, evidence=evidence)
+    settings = ask_settings(name)
+    # третьи ворота — тоже часть калибровки: с --threshold решает только порог
+    retriever = Retriever(index, args.method, evidence=evidence, familiar=settings["familiar"] and args.threshold is None)
+    if generator is None:
+        generator = ExtractiveGenerator(retriever.embedder, weights=retriever.term_weights, least=settings["least"])
     result = answer(retriever, args.query, generator, k=args.k, threshold=threshold)
     shown = "нет" if threshold is None else f"{threshold:.3f}"
     print(f"Индекс: {source} — документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}")
@@ -186,6 +192,10 @@ def _cmd_ask(args) -> int:
         print(f"Найдено ({args.method}, k={args.k}; без порога):")
     elif best >= threshold - SCORE_TOLERANCE:
         print(f"Найдено ({args.method}, k={args.k}; лучший чанк не ниже порога {shown}):")
+    elif retriever.knows(result.query):
+        best_shown, shown = _below(best, threshold)
+        print(f"Найдено ({args.method}, k={args.k}; лучший чанк ({best_shown}) ниже порога {shown}, но все слова "
+              f"вопроса есть в корпусе — третьи ворота; отвечать ли, решает доля слов в предложении):")
     else:  # прошёл вторые ворота: доля слов вопроса в одном предложении найденных (тех же, что мерили ворота)
         share = retriever.evidence_of(result.query, list(result.hits))
         best_shown, shown = _below(best, threshold)

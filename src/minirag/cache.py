@@ -15,6 +15,7 @@ from pathlib import Path
 from . import store
 from .calibrate import Calibration, calibrate
 from .data import DEMO_DOCS
+from .defaults import ask_settings
 from .errors import MiniRagError
 from .index import Index
 
@@ -32,7 +33,8 @@ def demo_index(name: str, embedder, *, cache: bool = True, progress: bool = Fals
         except (MiniRagError, OSError, KeyError, TypeError, ValueError):
             pass
     index = Index.build(DEMO_DOCS, embedder, headers=True, progress=progress)
-    calibration = calibrate(index)
+    settings = ask_settings(name)
+    calibration = calibrate(index, quantile=settings["quantile"], evidence_quantile=settings["evidence_quantile"])
     if cached is not None:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .calibrate import EVIDENCE_QUANTILE, QUANTILE
 from .e5 import E5Embedder, e5_available
 from .embed import HashEmbedder
 from .navec import NavecEmbedder
@@ -49,6 +50,22 @@ FALLBACK_EMBEDDER = _best(r for r in MEASURED if r["embedder"] in LOCAL and r["e
 DEFAULT_EMBEDDER = FALLBACK_EMBEDDER  # прежнее имя: его читают глава 12 и бенчмарк ответа
 # сколько чанков отдать генератору: выбрано на dev-вопросах benchmarks/ask_questions.json (bench_ask.py)
 DEFAULT_K = 20
+# Как отказывать и что брать в ответ на индексе эмбеддера: квантили калибровки (порог косинуса и вторые ворота),
+# третьи ворота (Retriever(familiar=True)) и доля слов, с которой предложение идёт в ответ (ExtractiveGenerator(least=…)).
+# Для e5 выбрано на dev-вопросах benchmarks/ask_questions.json (bench_ask.py, часть 2в); остальные — как в главах 3 и 12.
+ASK_SETTINGS = {"e5": {"quantile": 1.0, "evidence_quantile": 1.0, "familiar": True, "least": 0.25}}
+DEFAULT_ASK = {"quantile": QUANTILE, "evidence_quantile": EVIDENCE_QUANTILE, "familiar": False, "least": None}
+
+
+def ask_settings(embedder: str) -> dict:
+    """Настройки отказа и ответа ``python -m minirag`` для индекса эмбеддера ``embedder`` (``ASK_SETTINGS``).
+
+    Пример: ``ask_settings("e5")["familiar"]`` → ``True``; ``ask_settings("hash")["least"] is None`` → ``True``.
+    Глава 12. Переписать запрос: HyDE, расширение и командная строка.
+    """
+    return {**DEFAULT_ASK, **ASK_SETTINGS.get(embedder, {})}
+
+
 OLD_INDEX_EMBEDDER = "hash96"  # файлы индекса без meta строила прежняя версия, и по умолчанию — с dim = 96
 
 

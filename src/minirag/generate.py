@@ -73,8 +73,10 @@ class ExtractiveGenerator:
     («документ › раздел») засчитываются, если в самом предложении есть хоть одно слово вопроса.
     Ответ — лучшее предложение и ещё до ``max_sentences − 1`` следующих за ним по оценке, если она не ниже
     доли ``runner_up`` от лучшей (без весов слов — 0.9, с ними — ``WEIGHTED_RUNNER_UP``, половина); у каждого —
-    номер его источника. Предложение годится, только если в нём не меньше доли ``threshold`` основ
-    вопроса; не годится ни одно — ответ ``REFUSAL``.
+    номер его источника. Отвечать ли вообще, решает ``threshold``: если ни в одном предложении нет такой доли
+    основ вопроса, ответ ``REFUSAL``. ``least`` — доля, с которой предложение годится в ответ, когда ответ уже
+    есть (по умолчанию та же ``threshold``; меньшая пускает в ответ соседние предложения с частью слов вопроса,
+    а отказывать не начинает реже).
     ``weights`` — веса основ по корпусу (``terms.TermWeights``, его даёт ``Retriever.term_weights``):
     с ними доля — доля веса вопроса, и редкие слова корпуса (и слова, которых в нём нет) решают больше
     частых; порог по умолчанию тогда ``WEIGHTED_COVERAGE`` (0.45), без них — ``COVERAGE`` (четверть).
@@ -91,7 +93,8 @@ class ExtractiveGenerator:
 
     def __init__(self, embedder: Embedder | None = None, *, max_sentences: int = MAX_SENTENCES,
                  threshold: float | None = None, runner_up: float | None = None, context: bool = True,
-                 min_score: float | None = None, weights: Callable[[list[str]], Sequence[float]] | None = None):
+                 min_score: float | None = None, weights: Callable[[list[str]], Sequence[float]] | None = None,
+                 least: float | None = None):
         self.embedder = embedder
         self.context = bool(context)
         if weights is not None and not callable(weights):
@@ -104,6 +107,8 @@ class ExtractiveGenerator:
             threshold = COVERAGE if weights is None else WEIGHTED_COVERAGE
         self.threshold = require_number(threshold, "threshold", 0.0, 1.0,
                                         hint="Это доля слов вопроса в предложении, например 0.5.")
+        self.least = self.threshold if least is None else require_number(
+            least, "least", 0.0, self.threshold, hint=f"Это доля слов вопроса, не больше threshold = {self.threshold:g}.")
         if runner_up is None:
             runner_up = RUNNER_UP if weights is None else WEIGHTED_RUNNER_UP
         self.runner_up = require_number(runner_up, "runner_up", 0.0, 1.0, hint="Например, 0.9.")
@@ -115,8 +120,9 @@ class ExtractiveGenerator:
 
     def __repr__(self) -> str:
         weighted = "" if self.weights is None else f", weights={self.weights!r}"
+        least = "" if self.least == self.threshold else f", least={self.least:g}"
         return (f"ExtractiveGenerator({self.embedder!r}, max_sentences={self.max_sentences}, "
-                f"threshold={self.threshold:g}, runner_up={self.runner_up:g}, context={self.context}{weighted})")
+                f"threshold={self.threshold:g}{least}, runner_up={self.runner_up:g}, context={self.context}{weighted})")
 
     def _compose(self, query: str, sources: Sequence[tuple[int, str, str]]) -> str:
         code = about_code(query)
@@ -130,8 +136,8 @@ class ExtractiveGenerator:
         terms = question_terms(query)
         weights = None if self.weights is None else list(self.weights(terms))
         found = [(n, s, match(terms, s, title, weights)) for n, s, title in candidates.values()]
-        found = [item for item in found if item[2].coverage >= self.threshold and item[2].coverage > 0]
-        if not found:
+        found = [item for item in found if item[2].coverage >= self.least and item[2].coverage > 0]
+        if not any(item[2].coverage >= self.threshold for item in found):
             return REFUSAL
         closeness = [0.0] * len(found)
         if self.embedder is not None:

@@ -11,6 +11,9 @@
 одном их предложении нашлась доля веса слов вопроса не меньше ``evidence`` (``terms.best_coverage``).
 Косинус меряет похожесть всего чанка, и короткий вопрос к длинному чанку набирает мало, даже когда
 все его слова стоят в одном предложении; ``evidence`` калибруется так же, по вопросам не о корпусе.
+Третьи — ``familiar``: вопрос, все слова которого есть в корпусе (``TermWeights.knows_all``), проходит без
+порога косинуса — его останавливает только доля слов в предложении у генератора; порог решает за вопросы со
+словом, которого в корпусе нет (так отказывают вопросы о соседней теме: «водное поло» у бассейна без поло).
 ``term_weights`` — веса слов по чанкам этого индекса (``terms.TermWeights``): ``answer`` отдаёт
 их экстрактивному генератору, и тот меряет предложение долей веса вопроса, а не числа его слов.
 Модуль не строит индекс и не пишет ответ: это ``index`` и ``generate``.
@@ -22,7 +25,7 @@ from functools import cached_property
 
 from .hybrid import hybrid_search, index_bm25
 from .index import Index, require_index
-from .terms import TermWeights, best_coverage
+from .terms import TermWeights, best_coverage, question_terms
 from .text import tokenize
 from .topk import top_k
 from .types import Hit, renumber
@@ -41,8 +44,10 @@ class Retriever:
     Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
 
-    def __init__(self, index: Index, method: str = "cosine", *, evidence: float | None = None):
+    def __init__(self, index: Index, method: str = "cosine", *, evidence: float | None = None,
+                 familiar: bool = False):
         self.index = require_index(index)
+        self.familiar = bool(familiar)
         self.method = require_choice(method, "method", METHODS)
         self.evidence = None if evidence is None else require_number(
             evidence, "evidence", 0.0, 1.0, hint="Это доля веса слов вопроса в предложении, например 0.5.")
@@ -51,7 +56,8 @@ class Retriever:
 
     def __repr__(self) -> str:
         evidence = "" if self.evidence is None else f", evidence={self.evidence:g}"
-        return f"Retriever({self.index!r}, method={self.method!r}{evidence})"
+        familiar = ", familiar=True" if self.familiar else ""
+        return f"Retriever({self.index!r}, method={self.method!r}{evidence}{familiar})"
 
     @cached_property
     def term_weights(self) -> TermWeights:
@@ -63,12 +69,16 @@ class Retriever:
         (если заданы) вопрос тоже не прошёл."""
         k = require_k(k)
         scores = self.index.scores(query)
-        if threshold is None or len(top_k(scores, 1, require_threshold(threshold))):
+        if threshold is None or len(top_k(scores, 1, require_threshold(threshold))) or self.knows(query):
             return self._hits(query, scores, k)
         if self.evidence is None:
             return []  # лучший чанк не прошёл порог (с той же погрешностью, что у index.search)
         hits = self._hits(query, scores, k)
         return hits if self.evidence_of(query, hits) >= self.evidence else []
+
+    def knows(self, query: str) -> bool:
+        """Пропустят ли вопрос третьи ворота: ``familiar`` задан и все слова вопроса есть в корпусе."""
+        return self.familiar and self.term_weights.knows_all(question_terms(query))
 
     def evidence_of(self, query: str, hits: list[Hit]) -> float:
         """Доля веса слов вопроса в лучшем предложении чанков ``hits`` (то, что сравнивается с ``evidence``)."""

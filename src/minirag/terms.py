@@ -184,15 +184,28 @@ class TermWeights:
                 found.update(near.get(key, ()))
         return found
 
-    def weight(self, term: str) -> float:
-        """Вес одной основы: idf по текстам, где есть слово, совпадающее с ней по правилам ``match``."""
+    def _df(self, term: str) -> int:
+        """В скольких текстах есть слово, совпадающее с основой по правилам ``match``."""
         if term not in self._cache:
             found: set[int] = set()
             for word in self._candidates(term):
                 if _same(term, word):
                     found |= self._docs[word]
-            self._cache[term] = float(lucene_idf(self.n_texts, len(found)))
+            self._cache[term] = len(found)
         return self._cache[term]
+
+    def weight(self, term: str) -> float:
+        """Вес одной основы: idf по текстам, где есть слово, совпадающее с ней по правилам ``match``."""
+        return float(lucene_idf(self.n_texts, self._df(term)))
+
+    def knows_all(self, terms: Sequence[str]) -> bool:
+        """Все ли основы есть хотя бы в одном тексте корпуса (пустой список — нет: знать нечего).
+
+        Пример: ``TermWeights(["отпуск 28 дней"]).knows_all(["отпуск", "дне"])`` → ``True``;
+        ``TermWeights(["отпуск 28 дней"]).knows_all(["отпуск", "погод"])`` → ``False``.
+        Глава 12. Переписать запрос: HyDE, расширение и командная строка.
+        """
+        return bool(terms) and all(self._df(term) > 0 for term in terms)
 
     def __call__(self, terms: Sequence[str]) -> list[float]:
         return [self.weight(term) for term in terms]
