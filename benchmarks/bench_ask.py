@@ -463,10 +463,14 @@ class _Memo:
         return np.array([self._seen[(role, t)] for t in texts], dtype=np.float32).reshape(len(texts), self.dim)
 
     def embed_queries(self, texts):
-        return self._cached(texts, "query", self.inner.embed_queries)
+        from minirag.embed import embed_queries
+
+        return self._cached(texts, "query", lambda batch: embed_queries(self.inner, batch))
 
     def embed_documents(self, texts):
-        return self._cached(texts, "passage", self.inner.embed_documents)
+        from minirag.embed import embed_documents
+
+        return self._cached(texts, "passage", lambda batch: embed_documents(self.inner, batch))
 
     def embed(self, texts):
         return self.embed_documents(texts)
@@ -549,14 +553,15 @@ def run_cli(src: Path, *args: str) -> str:
     return result.stdout
 
 
-def final_figures(src: Path, corpus: Path, workdir: Path, data: dict) -> dict:
+def final_figures(src: Path, corpus: Path, workdir: Path, data: dict, *options: str) -> dict:
     """Факты и отказы test-части ``data`` на корпусе через ``index`` и ``ask`` версии minirag из ``src`` (умолчания
-    командной строки); время и размер индекса, время вопроса (процессом, с загрузкой индекса)."""
+    командной строки и ``options`` команды index, например ``--embedder hash``); время и размер индекса, время
+    вопроса (процессом, с загрузкой индекса); ``index_file`` — путь файла индекса."""
     from minirag import REFUSAL
 
-    index_file = workdir / f"{src.parent.name}-{data['corpus']}.minirag"
+    index_file = workdir / f"{src.parent.name}-{data['corpus']}{''.join(options).replace('-', '_')}.minirag"
     started = time.perf_counter()
-    run_cli(src, "index", str(corpus), "--out", str(index_file))
+    run_cli(src, "index", str(corpus), "--out", str(index_file), *options)
     seconds = time.perf_counter() - started
     started = time.perf_counter()
     said = {q: cli_answer(run_cli(src, "ask", q, "--index", str(index_file)))
@@ -564,7 +569,49 @@ def final_figures(src: Path, corpus: Path, workdir: Path, data: dict) -> dict:
     asked = time.perf_counter() - started
     part = {**data, "neighbour_topic": data.get("neighbour_topic", [])}
     return {**_tally(part, said), "answers": said, "index_seconds": seconds, "index_bytes": index_file.stat().st_size,
-            "question_seconds": asked / len(said), "refusal": REFUSAL}
+            "question_seconds": asked / len(said), "refusal": REFUSAL, "index_file": index_file}
+
+
+def bare_passage_seconds(index_file: Path) -> float:
+    """Сколько секунд голый ``E5Embedder().embed_documents`` (один поток, как у index) эмбеддит те же тексты чанков
+    (с заголовками), что индекс ``index_file``: с этим сравнивается время ``python -m minirag index``."""
+    from minirag import E5Embedder, Index
+
+    embedder = E5Embedder()
+    index = Index.load(index_file, embedder)
+    texts = [index.indexed_text(i) for i in range(len(index))]
+    started = time.perf_counter()
+    embedder.embed_documents(texts)
+    return time.perf_counter() - started
+
+
+CURVE_SHARES = (0.25, 0.34, 0.4, 0.45, 0.5, 0.6)  # доля веса слов вопроса, без которой генератор отказывает
+
+
+def refusal_curve(index_file: Path, data: dict) -> list[dict]:
+    """Кривая «факты против отказов» на test-корпусе: при умолчаниях командной строки, кроме доли слов, с которой
+    генератор отвечает (``CURVE_SHARES``; умолчание — ``WEIGHTED_COVERAGE``), — факты, отказы на вопросах из другой
+    области и ответы на вопросы из соседней. Только печатается: ничего по ней не выбирается."""
+    from minirag import REFUSAL, ExtractiveGenerator, Index, Retriever
+    from minirag import store as index_store
+    from minirag.calibrate import Calibration
+    from minirag.defaults import DEFAULT_K, EMBEDDERS, ask_settings, default_method
+
+    name = index_store.read_meta(index_file)["embedder"]
+    calibration = Calibration.from_dict(index_store.read_meta(index_file)["calibration"])
+    settings = ask_settings(name)
+    index = Index.load(index_file, _Memo(EMBEDDERS[name]()))
+    retriever = Retriever(index, default_method(name), evidence=calibration.evidence, familiar=settings["familiar"])
+    asked = [f["question"] for f in data["facts"]] + data["off_topic"] + data.get("neighbour_topic", [])
+    found = {q: retriever.search(q, k=DEFAULT_K, threshold=calibration.threshold) for q in asked}
+    part = {**data, "neighbour_topic": data.get("neighbour_topic", [])}
+    rows = []
+    for share in CURVE_SHARES:
+        least = None if settings["least"] is None else min(settings["least"], share)
+        generator = ExtractiveGenerator(index.embedder, weights=retriever.term_weights, threshold=share, least=least)
+        said = {q: generator.answer_from(q, hits) if hits else REFUSAL for q, hits in found.items()}
+        rows.append({"share": share, **_tally(part, said)})
+    return rows
 
 
 def baseline_src(revision: str, workdir: Path) -> Path:
@@ -738,6 +785,20 @@ def main(argv=None) -> int:
                 corpus = export_corpus(part["corpus"], workdir)
                 new = final_figures(ROOT / "src", corpus, workdir, part)
                 _print_final("новые умолчания ", new)
+                hashed = final_figures(ROOT / "src", corpus, workdir, part, "--embedder", "hash")
+                _print_final("с --embedder hash", hashed)
+                print(f"  отношения к hash в том же прогоне: index {new['index_seconds'] / hashed['index_seconds']:.1f}×, "
+                      f"вопрос {new['question_seconds'] / hashed['question_seconds']:.2f}×, "
+                      f"файл индекса {new['index_bytes'] / hashed['index_bytes']:.2f}×")
+                if _e5_works():
+                    bare = bare_passage_seconds(new["index_file"])
+                    print(f"  index с e5 против голого E5Embedder.embed_documents тех же текстов чанков ({bare:.1f} с): "
+                          f"{new['index_seconds'] / bare:.2f}×")
+                print("  кривая «факты против отказов» (доля веса слов, без которой генератор отказывает):")
+                for r in refusal_curve(new["index_file"], part):
+                    print(f"    доля {r['share']:<4g}: факт {r['facts']} из {r['n_facts']}, первым {r['first']}, отказ "
+                          f"{r['refused']} из {r['n_off']}, соседних отвечено {r['neighbour_answered']} из "
+                          f"{r['n_neighbour']}")
                 if args.verbose:
                     for q, a in new["answers"].items():
                         print(f"  {q} → {a}")
