@@ -117,6 +117,57 @@ def _chapters_of(header: str) -> set[int]:
     return chapters
 
 
+MAX_PROSE_WORDS = 3000  # страница длиннее — раздели её на разделы или главы (issue 31)
+_FENCE_RE = re.compile(r"^(```|~~~)(?!\{).*?^\1", re.S | re.M)  # блоки кода; текст директив ({dropdown}…) — проза
+_ROLE_RE = re.compile(r"\{[\w:-]+\}`[^`]*`")
+
+
+def prose_words(notebook: Path) -> int:
+    """Слова прозы страницы: markdown-ячейки без блоков кода и ролей MyST ({glue:text}`…`); текст директив (ответы
+    «Проверь себя» в {dropdown}, подписи рисунков) — тоже проза."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    text = _ROLE_RE.sub(" ", _FENCE_RE.sub(" ", text))
+    return len(re.findall(r"[А-Яа-яЁёA-Za-z]+", text))
+
+
+@pytest.mark.parametrize("page", chapter_notebooks())
+def test_no_page_is_longer_than_three_thousand_words_of_prose(page):
+    words = prose_words(ROOT / f"{page}.ipynb")
+    assert words <= MAX_PROSE_WORDS, f"{page}: {words} слов прозы — раздели страницу (не больше {MAX_PROSE_WORDS})"
+
+
+def exercises(notebook: Path) -> list[tuple[str, dict]]:
+    """Упражнения главы: (текст задания, ячейка решения) после заголовка «## Упражнения»."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    start = next((i for i, c in enumerate(cells)
+                  if c["cell_type"] == "markdown" and "".join(c["source"]).lstrip().startswith("## Упражнения")), None)
+    if start is None:
+        return []
+    found = []
+    for task, solution in zip(cells[start:], cells[start + 1:]):
+        text = "".join(task["source"])
+        if task["cell_type"] == "markdown" and re.search(r"\*\*Упражнение \d+\.\*\*", text) \
+                and solution["cell_type"] == "code":
+            found.append((text, solution))
+    return found
+
+
+@pytest.mark.parametrize("page", [p for p in chapter_notebooks() if p != "book/00_intro"])
+def test_every_chapter_ends_with_coding_exercises_whose_folded_solutions_are_checked_when_the_book_is_built(page):
+    """Задание — markdown «**Упражнение N.** …»; сразу за ним — решение: ячейка кода, свёрнутая и на сайте
+    (тег hide-input), и в JupyterLab (source_hidden), с assert — сборка книги падает, если решение неверно."""
+    found = exercises(ROOT / f"{page}.ipynb")
+    assert found, f"{page}: нет раздела «## Упражнения» с заданием «**Упражнение 1.** …» и решением за ним"
+    for text, solution in found:
+        source = "".join(solution["source"])
+        assert "hide-input" in solution["metadata"].get("tags", []), f"{page}: решение не свёрнуто на сайте: {text[:60]}"
+        assert solution["metadata"].get("jupyter", {}).get("source_hidden") is True, \
+            f"{page}: решение не свёрнуто в JupyterLab (metadata.jupyter.source_hidden): {text[:60]}"
+        assert re.search(r"^\s*assert ", source, re.M), f"{page}: решение ничего не проверяет (нет assert): {text[:60]}"
+        assert "glue(" not in source, f"{page}: в решении — служебный вызов glue: {text[:60]}"
+
+
 def test_intro_names_all_labs_with_the_chapters_their_headers_give_and_the_stub_they_use():
     intro = "\n".join(cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
                       for cell in json.loads((ROOT / "book/00_intro.ipynb").read_text(encoding="utf-8"))["cells"])

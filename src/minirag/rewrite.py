@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from .errors import MiniRagError
 from .hybrid import rrf
+from .plural import plural
 from .prompt import REFUSAL
 from .text import tokenize
 from .types import Hit, renumber
@@ -88,7 +89,7 @@ class QueryCache:
         return len(self._data)
 
     def __repr__(self) -> str:
-        return f"QueryCache({len(self)} записей, попаданий {self.hits}, промахов {self.misses})"
+        return f"QueryCache({plural(len(self), 'запись', 'записи', 'записей')}, попаданий {self.hits}, промахов {self.misses})"
 
     def get_or_compute(self, method: str, index, query: str, compute: Callable[[], object], **params):
         """Вернуть запомненный результат или посчитать ``compute()`` и запомнить (кроме откатов).
