@@ -496,9 +496,10 @@ def e5_answer_table(workdir: Path) -> list[dict]:
         asked = [f["question"] for f in part["facts"]] + part["off_topic"] + part["neighbour_topic"]
         plain = Retriever(index, method)
         found = {question: plain.search(question, k=DEFAULT_K) for question in asked}
-        answers = {least: {question: ExtractiveGenerator(index.embedder, weights=plain.term_weights, least=least)
-                           .answer_from(question, hits) for question, hits in found.items()}
-                   for least in E5_GRID["least"]}
+        answers = {}
+        for least in E5_GRID["least"]:
+            generator = ExtractiveGenerator(index.embedder, weights=plain.term_weights, least=least)
+            answers[least] = {question: generator.answer_from(question, hits) for question, hits in found.items()}
         for gate in itertools.product(E5_GRID["quantile"], E5_GRID["evidence_quantile"], E5_GRID["familiar"]):
             quantile, evidence_quantile, familiar = gate
             threshold = float(np.quantile(scores, quantile, method="higher"))

@@ -28,7 +28,7 @@ import sys
 from . import store
 from .argparse_ru import Parser, UsageError, cosine_value, positive_int
 from .cache import demo_index
-from .calibrate import Calibration, calibrate
+from .calibrate import Calibration
 from .chunk import chunk_text
 from .data import DEMO_DOCS
 from .defaults import (
@@ -38,6 +38,7 @@ from .defaults import (
     EMBEDDERS,
     LOCAL,
     OLD_INDEX_EMBEDDER,
+    ask_calibration,
     ask_settings,
     default_embedder,
     default_method,
@@ -101,8 +102,7 @@ def _cmd_index(args) -> int:
                         headers=True, progress=sys.stderr.isatty())
     if sys.stderr.isatty():  # на больших корпусах калибровка идёт секунды: пусть будет видно, что идёт
         print("Калибрую пороги отказа по вопросам не о корпусе…", file=sys.stderr)
-    settings = ask_settings(args.embedder)
-    calibration = calibrate(index, quantile=settings["quantile"], evidence_quantile=settings["evidence_quantile"])
+    calibration = ask_calibration(index, args.embedder)
     try:
         path = index.save(args.out, meta={"embedder": args.embedder, "calibration": calibration.to_dict()})
     except OSError as exc:

@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 from . import store
-from .calibrate import Calibration, calibrate
+from .calibrate import Calibration
 from .data import DEMO_DOCS
-from .defaults import ask_settings
+from .defaults import ask_calibration
 from .errors import MiniRagError
 from .index import Index
 
@@ -33,8 +33,7 @@ def demo_index(name: str, embedder, *, cache: bool = True, progress: bool = Fals
         except (MiniRagError, OSError, KeyError, TypeError, ValueError):
             pass
     index = Index.build(DEMO_DOCS, embedder, headers=True, progress=progress)
-    settings = ask_settings(name)
-    calibration = calibrate(index, quantile=settings["quantile"], evidence_quantile=settings["evidence_quantile"])
+    calibration = ask_calibration(index, name)
     if cached is not None:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .calibrate import EVIDENCE_QUANTILE, QUANTILE
+from .calibrate import EVIDENCE_QUANTILE, QUANTILE, Calibration, calibrate
 from .e5 import E5Embedder, e5_available
 from .embed import HashEmbedder
 from .navec import NavecEmbedder
@@ -64,6 +64,16 @@ def ask_settings(embedder: str) -> dict:
     Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     return {**DEFAULT_ASK, **ASK_SETTINGS.get(embedder, {})}
+
+
+def ask_calibration(index, embedder: str) -> Calibration:
+    """Пороги отказа индекса с квантилями ``ask_settings(embedder)`` — так калибруют ``index`` и кэш демо-корпуса.
+
+    Пример: ``ask_calibration(index, "hash").quantile`` → ``0.9``. Глава 12. Переписать запрос: HyDE, расширение и
+    командная строка.
+    """
+    settings = ask_settings(embedder)
+    return calibrate(index, quantile=settings["quantile"], evidence_quantile=settings["evidence_quantile"])
 
 
 OLD_INDEX_EMBEDDER = "hash96"  # файлы индекса без meta строила прежняя версия, и по умолчанию — с dim = 96
