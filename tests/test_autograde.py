@@ -564,6 +564,20 @@ def test_verdicts_do_not_depend_on_the_machines_load(lab, tmp_path):
     assert printed() == quiet_out
 
 
+def test_output_flood_is_reported_as_a_flood_well_below_the_memory_limit(lab, tmp_path):
+    """Ядро не копит поток вывода в памяти (буфер ipykernel, история вывода IPython): при лимите памяти 400 МБ
+    поток вывода — всё ещё «вывел больше 2048 КБ», а не «ядро завершилось». Раньше ядро упиралось в лимит
+    памяти уже при 400 МБ, а при 512 — под нагрузкой, и строка одной и той же работы менялась от прогона к прогону."""
+    course = ac.course_copy(tmp_path / "course")
+    cases = [c for c in ac.cases(lab, memory_mb=400, cell_timeout=CELL_TIMEOUT) if c.student_id == "output_flood"]
+    submissions = ac.write_class(tmp_path / "class", cases)
+    limits = [*LIMITS[:LIMITS.index("--memory")], "--memory", "400"]
+    result = cli("grade", LAB, "--submissions", submissions, "--course", course, "--workers", "1", *limits)
+    assert result.returncode == 0, result.stderr[-2000:]
+    row = read_csv(course / "autograde" / "grades" / f"{LAB}.csv")["output_flood"]
+    assert (row["status"], cases[0].message in row["message"]) == ("killed", True), row
+
+
 def _graded(course: Path, student_id: str) -> dict:
     path = course / "autograde" / "autograded" / key(student_id) / LAB / f"{LAB}.ipynb"
     return json.loads(path.read_text(encoding="utf-8"))

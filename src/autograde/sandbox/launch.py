@@ -70,7 +70,8 @@ def _connection(ip: str) -> dict:
 
 def _command(program: str, inside: str, connection_file: str, kernel_args: list[str]) -> list[str]:
     if program == "kernel":
-        return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *kernel_args]
+        return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
+                f"--IPKernelApp.exec_files=['{inside}/kernel_start.py']", *kernel_args]
     return [sys.executable, "-E", "-s", f"{inside}/judge.py"]
 
 
