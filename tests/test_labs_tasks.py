@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import sys
 import types
@@ -306,10 +307,27 @@ def test_lab4_rank_of_gets_plain_hits_and_returns_their_rank():
 
 
 def test_lab4_checks_reject_a_wrong_fixes_table():
+    """Колонку каждого средства — и дешёвого, и обученной модели e5 — скрытый тест пересчитывает сам."""
     namespace = run_until("lab04_hash_failures", "fixes")
     run_check("lab04_hash_failures", namespace, "fixes_hidden")
-    namespace["FIXES"]["synonym"]["stem"] = not namespace["FIXES"]["synonym"]["stem"]
-    with pytest.raises(AssertionError, match="на самом деле"):
+    right = copy.deepcopy(namespace["FIXES"])
+    for name in ("stem", "e5"):
+        namespace["FIXES"] = copy.deepcopy(right)
+        namespace["FIXES"]["synonym"][name] = not right["synonym"][name]
+        with pytest.raises(AssertionError, match=rf"FIXES\['synonym'\]\['{name}'\] = .* на самом деле"):
+            run_check("lab04_hash_failures", namespace, "fixes_hidden")
+
+
+def test_lab4_the_e5_column_is_required_where_the_model_works():
+    """Где e5 работает (здесь, как у проверки преподавателя), FIXES без ключа e5 не проходит ни видимый,
+    ни скрытый тест — и оба говорят, чего не хватает."""
+    namespace = run_until("lab04_hash_failures", "fixes")
+    assert "e5" in namespace["FIXERS"] and all(set(row) == {"stem", "char_ngrams", "e5"} for row in namespace["FIXES"].values())
+    for row in namespace["FIXES"].values():
+        del row["e5"]
+    with pytest.raises(AssertionError, match="ключами 'stem', 'char_ngrams', 'e5'"):
+        run_check("lab04_hash_failures", namespace, "fixes_visible")
+    with pytest.raises(AssertionError, match="нет ключа 'e5'"):
         run_check("lab04_hash_failures", namespace, "fixes_hidden")
 
 
