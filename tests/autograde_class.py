@@ -169,6 +169,12 @@ def cases(lab: Lab, memory_mb: int = 512, cell_timeout: float = 5, host_targets:
     nb = lab.add_cell(lab.notebook(), None, "_hog = []\nwhile True:\n    _hog.append(bytearray(64 * 2**20))")
     out.append(Case("memory_bomb", {name: dumps(nb)}, "killed", lab.total(),
                     f"превышен лимит памяти {memory_mb} МБ", "бомба памяти"))
+    # сообщение Jupyter с чужой подписью прямо в сокет iopub: ядро — код работы, это её ответ, а не сбой проверки
+    nb = lab.add_cell(lab.notebook(), None, "k = get_ipython().kernel\n"
+                      "k.iopub_socket.send_multipart([b'stream', b'<IDS|MSG>', b'0' * 64, b'{}', b'{}', b'{}', b'{}'])\n"
+                      "import time\ntime.sleep(2)")
+    out.append(Case("forged_message", {name: dumps(nb)}, "killed", lab.total(), "не по протоколу",
+                    "сообщение Jupyter с чужой подписью"))
     nb = lab.add_cell(lab.notebook(), None, "while True:\n    print('x' * 10000)")
     out.append(Case("output_flood", {name: dumps(nb)}, "killed", lab.total(), "вывел больше 2048 КБ", "поток вывода"))
     # одно сообщение больше лимита: ячейка кончается раньше, чем проверка успевает заметить поток

@@ -184,11 +184,15 @@ class Request:
                     self.reply, self.reply_at = msg, time.monotonic()
 
     def _next(self, get) -> dict:
-        """Следующее сообщение ядра; сверх пределов разбора — остановить ядро (вина работы)."""
+        """Следующее сообщение ядра; сверх пределов разбора или не по протоколу — остановить ядро (вина работы:
+        сообщения пишет ядро, а в нём — код работы, которому доступны и сокеты, и ключ подписи)."""
         try:
             return get(timeout=0)
         except LimitError as exc:
             raise self.session.stop("reply", self.index, f"(сообщение Jupyter) {exc}") from None
+        except (ValueError, TypeError):  # jupyter_client: подпись не сходится или повторена, неполное сообщение
+            raise self.session.stop("reply", self.index, "(сообщение Jupyter) не по протоколу: подпись или "
+                                    "формат не те") from None
 
     def finish(self) -> dict:
         self.session.watch(self.index, memory=False)  # fork-бомба, оставшаяся после ячейки, — на счёт этой ячейки
