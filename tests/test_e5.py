@@ -164,9 +164,14 @@ def test_the_shipped_demo_vectors_are_what_the_model_computes(e5):
         assert np.array_equal(index.vectors[rows], recomputed)
 
 
+def first_demo_chunk() -> str:
+    """Текст первого чанка демо-корпуса — так, как его эмбеддит индекс без заголовков."""
+    return Index.build(DEMO_DOCS[:1], HashEmbedder()).indexed_text(0)
+
+
 def test_only_known_passages_come_from_the_table(e5):
     """Новый текст и любой вопрос считает модель: таблица знает только чанки демо-корпуса в роли passage."""
-    chunk = Index.build(DEMO_DOCS[:1], HashEmbedder()).indexed_text(0)
+    chunk = first_demo_chunk()
     embedder = E5Embedder()
     embedder.embed_documents([chunk])
     assert embedder.computed == 0
@@ -181,7 +186,7 @@ def test_a_broken_or_foreign_table_is_ignored(e5, tmp_path, monkeypatch, content
     """Испорченный файл таблицы или таблица от другой модели (другой отпечаток) не ломают эмбеддер и не подменяют
     векторы: всё считает модель."""
     table = tmp_path / "e5_passages.npz"
-    chunk = Index.build(DEMO_DOCS[:1], HashEmbedder()).indexed_text(0)
+    chunk = first_demo_chunk()
     if content is None:
         np.savez(table, fingerprint=np.array("E5Embedder(другая модель)"), keys=np.array([e5_module._key(chunk)]),
                  vectors=np.zeros((1, 384), dtype=np.float32))

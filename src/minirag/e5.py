@@ -133,6 +133,8 @@ class E5Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         known = _demo_vectors(self.fingerprint) if self.demo_vectors and not is_query else {}
+        if not known:  # вопросы и эмбеддер без таблицы: хешировать тексты незачем
+            return self._run(texts, is_query)
         vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
         todo = []
         for row, text in enumerate(texts):
@@ -192,15 +194,13 @@ def write_demo_table(path: Path = DEMO_TABLE) -> int:
     from .data import DEMO_DOCS
     from .index import Index
 
-    recorder = E5Embedder(demo_vectors=False)
-    texts: dict[str, np.ndarray] = {}
+    model = E5Embedder(demo_vectors=False)
+    by_key: dict[str, np.ndarray] = {}
     for headers in (False, True):
-        index = Index.build(DEMO_DOCS, recorder, headers=headers)
-        for i, vector in enumerate(index.vectors):
-            text = index.indexed_text(i)
-            texts[_key(text)] = vector
-    keys = sorted(texts)
-    np.savez_compressed(path, fingerprint=np.array(recorder.fingerprint), keys=np.array(keys),
-                        vectors=np.stack([texts[k] for k in keys]).astype(np.float32))
+        index = Index.build(DEMO_DOCS, model, headers=headers)
+        by_key.update((_key(index.indexed_text(i)), vector) for i, vector in enumerate(index.vectors))
+    keys = sorted(by_key)
+    np.savez_compressed(path, fingerprint=np.array(model.fingerprint), keys=np.array(keys),
+                        vectors=np.stack([by_key[k] for k in keys]).astype(np.float32))
     _demo_vectors.cache_clear()
     return len(keys)

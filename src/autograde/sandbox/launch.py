@@ -71,7 +71,7 @@ def _connection(ip: str) -> dict:
 def _command(program: str, inside: str, connection_file: str, kernel_args: list[str]) -> list[str]:
     if program == "kernel":
         return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
-                f"--IPKernelApp.exec_files=['{inside}/kernel_start.py']", *kernel_args]
+                f"--IPKernelApp.exec_files={json.dumps([f'{inside}/kernel_start.py'])}", *kernel_args]
     return [sys.executable, "-E", "-s", f"{inside}/judge.py"]
 
 
