@@ -123,7 +123,7 @@ _ROLE_RE = re.compile(r"\{[\w:-]+\}`[^`]*`")
 
 
 def prose_words(notebook: Path) -> int:
-    """Слова прозы страницы: markdown-ячейки без блоков кода и ролей MyST ({glue:text}`…`); текст директив (ответы
+    """Слова прозы страницы: markdown-ячейки без блоков кода и ролей MyST ({eval}`shown(…)`); текст директив (ответы
     «Проверь себя» в {dropdown}, подписи рисунков) — тоже проза."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
@@ -135,6 +135,56 @@ def prose_words(notebook: Path) -> int:
 def test_no_page_is_longer_than_three_thousand_words_of_prose(page):
     words = prose_words(ROOT / f"{page}.ipynb")
     assert words <= MAX_PROSE_WORDS, f"{page}: {words} слов прозы — раздели страницу (не больше {MAX_PROSE_WORDS})"
+
+
+_SHOWN_RE = re.compile(r'shown\("([^":]+)')
+_KEPT_RE = re.compile(r'keep\(\s*(f?)"([^"]+)"')
+
+
+def kept_pattern(prefix: str, name: str) -> str:
+    """Имя из keep("…") как регулярное выражение: у keep(f"ch8_q_{category}", …) поле — любое имя."""
+    return re.sub(r"\\\{[^}]*\\\}", r"\\w+", re.escape(name)) if prefix else re.escape(name)
+
+
+@pytest.mark.parametrize("page", chapter_notebooks())
+def test_every_number_in_the_text_is_kept_in_a_cell_above_it(page):
+    """Роль {eval}`shown("имя")` вычисляется там, где стоит текст: при сборке (myst-nb, исполнение inline) и в
+    JupyterLab (jupyterlab-myst после «Запустить все ячейки»). Значит, keep("имя", …) должен стоять в ячейке
+    кода выше — и в ячейке, которую сборка исполняет (remove-cell не исполняется до следующей видимой ячейки).
+    keep(f"…{поле}…") совпадает с любым именем своего вида; ссылку вперёд на такое имя ловит сама сборка:
+    shown бросает KeyError, myst-nb пишет предупреждение, -W делает его ошибкой."""
+    cells = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"]
+    kept: list[str] = []
+    late = []
+    for cell in cells:
+        source = "".join(cell["source"])
+        tags = cell["metadata"].get("tags", [])
+        assert "remove-cell" not in tags, f"{page}: тег remove-cell у {cell['id']} — возьми remove-input и remove-output"
+        assert "{glue" not in source and "glue(" not in source, f"{page}: glue в {cell['id']} — теперь keep и shown"
+        if cell["cell_type"] == "code":
+            kept += [kept_pattern(*found) for found in _KEPT_RE.findall(source)]
+        caption = json.dumps(cell["metadata"].get("mystnb", {}), ensure_ascii=False)
+        for name in _SHOWN_RE.findall(source.replace('\\"', '"') + caption.replace('\\"', '"')):
+            if not any(re.fullmatch(pattern, name) for pattern in kept):
+                late.append(f"{cell['id']}: {name}")
+    assert not late, f"{page}: текст ссылается на значения, которые запоминаются ниже (или нигде): {late}"
+
+
+@pytest.mark.parametrize("page", chapter_notebooks())
+def test_plumbing_and_folded_code_are_folded_in_jupyterlab_too(page):
+    """Код, которого нет на сайте (remove-input) или который там свёрнут (hide-input), свёрнут и в JupyterLab
+    курса (metadata.jupyter.source_hidden); рисунок — вывод своей ячейки с подписью (mystnb.figure)."""
+    cells = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"]
+    for cell in cells:
+        tags = set(cell["metadata"].get("tags", []))
+        if cell["cell_type"] == "code" and tags & {"remove-input", "hide-input"}:
+            assert cell["metadata"].get("jupyter", {}).get("source_hidden") is True, \
+                f"{page}: ячейка {cell['id']} скрыта на сайте, а в JupyterLab развёрнута (source_hidden)"
+        figure = cell["metadata"].get("mystnb", {}).get("figure")
+        if figure:
+            assert figure.get("name", "").startswith("fig-") and figure.get("caption"), \
+                f"{page}: у рисунка в {cell['id']} нет имени fig-… или подписи"
+            assert "plt.close(" not in "".join(cell["source"]), f"{page}: {cell['id']} закрывает свой рисунок"
 
 
 def exercises(notebook: Path) -> list[tuple[str, dict]]:
@@ -165,7 +215,7 @@ def test_every_chapter_ends_with_coding_exercises_whose_folded_solutions_are_che
         assert solution["metadata"].get("jupyter", {}).get("source_hidden") is True, \
             f"{page}: решение не свёрнуто в JupyterLab (metadata.jupyter.source_hidden): {text[:60]}"
         assert re.search(r"^\s*assert ", source, re.M), f"{page}: решение ничего не проверяет (нет assert): {text[:60]}"
-        assert "glue(" not in source, f"{page}: в решении — служебный вызов glue: {text[:60]}"
+        assert "keep(" not in source, f"{page}: в решении — служебный вызов keep: {text[:60]}"
 
 
 def test_intro_names_all_labs_with_the_chapters_their_headers_give_and_the_stub_they_use():
@@ -256,58 +306,6 @@ def test_setup_step_installs_the_course_into_a_fresh_environment_and_the_chapter
     assert installed.startswith(purelib), f"minirag должен стоять в свежем окружении, а он в {installed}"
 
 
-def _cache_is_fresh(cache: Path) -> bool:
-    """Кэш исполнения глав годится, если он моложе каждого файла библиотеки и её данных: ключ кэша — код
-    ноутбука, а вывод зависит ещё и от minirag."""
-    if not (cache / "global.db").is_file():
-        return False
-    built = max(p.stat().st_mtime for p in cache.rglob("*"))
-    sources = [p for p in (ROOT / "src").rglob("*")
-               if p.is_file() and "__pycache__" not in p.parts and not any(part.endswith(".egg-info") for part in p.parts)]
-    return all(p.stat().st_mtime < built for p in sources)
-
-
-def _readme_build_is_current(html: Path) -> bool:
-    """Сборка первой команды README (``_build/html``) годится тестам, если она закончена (``.buildinfo``
-    Sphinx пишет последним), без отчётов об упавших ячейках и моложе каждого файла репозитория под git и
-    установленных пакетов. Правка главы, библиотеки, теста или pip install после сборки — собираем заново.
-    Чего так не узнать: дала ли та сборка предупреждения -W; это видно в выводе самой первой команды (и CI
-    падает на ней)."""
-    info = html / ".buildinfo"
-    if not info.is_file() or any((html / "reports").rglob("*.log")):
-        return False
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
-    if listed.returncode != 0:
-        return False
-    built = info.stat().st_mtime
-    sources = [ROOT / name for name in listed.stdout.decode("utf-8", "replace").split("\0") if name]
-    sources.append(Path(sysconfig.get_paths()["purelib"]))  # папка пакетов меняется при каждой установке
-    return all(p.stat().st_mtime < built for p in sources if p.exists())
-
-
-@pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
-    """Книга, собранная с -W. Если первая команда README уже собрала её и с тех пор ничего не менялось
-    (так в CI и у новичка: команды идут подряд), проверяется её ``_build/html`` — то, что публикуется;
-    иначе книга собирается заново в пустую папку, а главы, которые та команда исполнила, берутся из её
-    кэша (он по содержимому ноутбука; если библиотека новее кэша — исполняется всё)."""
-    html = ROOT / "_build" / "html"
-    if _readme_build_is_current(html):
-        return html
-    out = tmp_path_factory.mktemp("book")
-    cache = ROOT / "_build" / ".jupyter_cache"
-    if _cache_is_fresh(cache):
-        shutil.copytree(cache, out / "_build" / ".jupyter_cache")
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--path-output", str(out),
-         "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, cwd=ROOT, timeout=900,
-    )
-    log = result.stdout[-6000:] + result.stderr[-6000:]
-    assert result.returncode == 0, f"сборка книги упала или дала предупреждения:\n{log}"
-    return out / "_build" / "html"
-
-
 @pytest.mark.slow
 def test_book_has_a_page_with_figures_and_no_errors_for_every_chapter(built_book):
     for page in toc_files():
@@ -343,7 +341,7 @@ def prose_text(soup: BeautifulSoup) -> str:
     """Текст страницы без кода, выходов ячеек и отрисованных формул: то, что читают как прозу.
 
     Пробелы схлопнуты, как их показывает браузер: get_text(" ") ставит пробел на каждой границе
-    элементов, и «из {glue}» иначе превращается в «из  4» с двумя пробелами. Ячейки таблиц разделены
+    элементов, и «из {eval}» иначе превращается в «из  4» с двумя пробелами. Ячейки таблиц разделены
     «|», чтобы число одной колонки не читалось вместе со словом следующей.
     """
     main = BeautifulSoup(str(article(soup)), "html.parser")
@@ -355,11 +353,12 @@ def prose_text(soup: BeautifulSoup) -> str:
 
 
 @pytest.mark.slow
-def test_no_glue_call_in_any_visible_code(built_book):
+def test_no_plumbing_call_in_any_visible_code(built_book):
     for page in toc_files():
         inputs = page_soup(built_book, page).select(".cell_input, div.highlight")
-        leaked = [i.get_text()[:120] for i in inputs if "glue(" in i.get_text()]
-        assert not leaked, f"{page}: вызов glue( виден читателю — перенеси его в ячейку с тегом remove-cell: {leaked[0]}"
+        leaked = [i.get_text()[:120] for i in inputs if "keep(" in i.get_text() or "glue(" in i.get_text()]
+        assert not leaked, (f"{page}: служебный вызов keep( виден читателю — перенеси его в ячейку с тегами "
+                            f"remove-input и remove-output: {leaked[0]}")
 
 
 def output_texts(built_book):

@@ -21,14 +21,23 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "lab01_mini_rag"
 IN_BROWSER = [LAB, "lab05_bm25_hybrid", "lab06_grounded_answers"]  # 5 — данные рядом с ноутбуком, 6 — minirag в ядре
+CHAPTER = "02_cosine"  # глава книги, открытая в JupyterLab курса: три рисунка и 26 чисел в тексте
 TOKEN = "minirag-test"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+COURSE_ROOTS: dict[str, Path] = {}  # адрес JupyterLab → папка курса, которую он показывает
+
+
+def jupyterlab_root(base: str) -> Path:
+    return COURSE_ROOTS[base]
 
 
 def free_port() -> int:
@@ -46,7 +55,12 @@ def jupyterlab(tmp_path_factory):
         # решённая работа лежит как у слушателя: рядом с ноутбуком — файлы выдачи (данные задания)
         shutil.copytree(ROOT / "labs" / lab, course / "solved" / lab)
         shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "solved" / lab / f"{lab}.ipynb")
+    shutil.copytree(ROOT / "book", course / "book", ignore=shutil.ignore_patterns("_*", ".*"))
     home = tmp_path_factory.mktemp("home")
+    # все ячейки в DOM (а не только видимые на экране), чтобы тест видел весь ноутбук; у слушателя — как у всех
+    tracker = home / ".jupyter" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}', encoding="utf-8")
     port = free_port()
     env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}
     server = subprocess.Popen(
@@ -67,6 +81,7 @@ def jupyterlab(tmp_path_factory):
     else:
         server.kill()
         pytest.fail("JupyterLab не ответил за 90 секунд")
+    COURSE_ROOTS[base] = course
     yield base
     server.terminate()
     try:
@@ -110,6 +125,58 @@ def test_validate_shows_what_is_still_to_do_in_the_untouched_lab(browser, jupyte
 def test_validate_passes_a_solved_lab(browser, jupyterlab, lab):
     text = validate(browser, jupyterlab, f"solved/{lab}/{lab}.ipynb", f"jupyterlab-validate-solved-{lab}.png")
     assert "Success" in text and "passes all the tests" in text, text[:1000]
+
+
+RAW_MARKUP = ("{eval}", "shown(", "{term}", "{doc}", "{numref}", "{ref}", "{glue", "```", ":::", "{dropdown}")
+
+
+def test_chapter_reads_the_same_in_jupyterlab_as_on_the_site(browser, jupyterlab, built_book):
+    """Слушатель открывает главу в JupyterLab курса и запускает все ячейки: числа в тексте — те же, что на
+    сайте (роль {eval}`shown(…)` вычисляет jupyterlab-myst в ядре главы), рисунки нарисованы, разметка MyST
+    не видна, служебные ячейки свёрнуты. Числа сверяются по порядку: на сайте — span.output.text_plain в тексте
+    (без подписей рисунков: в JupyterLab подпись — метаданные ячейки), в JupyterLab — результаты выражений,
+    которые jupyterlab-myst сохраняет в метаданные markdown-ячеек (user_expressions)."""
+    site = BeautifulSoup((built_book / "book" / f"{CHAPTER}.html").read_text(encoding="utf-8"), "html.parser")
+    article = site.select_one("article") or site.select_one("main")
+    on_site = [span.get_text() for span in article.select("span.output.text_plain")
+               if not span.find_parent("figcaption") and not span.find_parent(class_="cell_output")]
+    figures = len(article.select("figure img"))
+    assert on_site and figures, "на странице сайта нет чисел из кода или рисунков — нечего сверять"
+
+    tab = browser.new_page(viewport={"width": 1400, "height": 900})
+    tab.goto(f"{jupyterlab}/lab/tree/book/{CHAPTER}.ipynb?reset&token={TOKEN}")
+    tab.locator(".jp-NotebookPanel:visible .jp-NotebookPanel-toolbar").wait_for(timeout=90_000)
+    tab.locator(".jp-NotebookPanel:visible .jp-MarkdownCell").first.wait_for(timeout=60_000)
+    tab.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text="Выполнить").click()
+    tab.locator(".lm-Menu:visible").get_by_text("Запустить все ячейки", exact=True).click()
+    panel = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+    tab.wait_for_function(
+        """([panel, figures]) => {
+            const texts = [...document.querySelectorAll(panel + ' .jp-MarkdownCell .myst')]
+                .map(e => e.innerText);
+            const busy = [...document.querySelectorAll(panel + ' .jp-InputPrompt')].some(e => e.innerText.includes('*'));
+            const images = document.querySelectorAll(panel + ' .jp-OutputArea-output img').length;
+            return !busy && images >= figures && texts.length > 0 && texts.every(t => !t.includes('shown('));
+        }""", arg=[panel, figures], timeout=180_000)
+    texts = tab.locator(f"{panel} .jp-MarkdownCell .myst").all_inner_texts()
+    images = tab.locator(f"{panel} .jp-OutputArea-output img").count()
+    shown_code = [t for t in tab.locator(f"{panel} .jp-CodeCell .jp-InputArea-editor:visible").all_inner_texts()
+                  if "keep(" in t or "plt.subplots" in t]
+    tab.keyboard.press("Control+s")
+    tab.wait_for_timeout(2_000)
+    tab.locator(f"{panel} .jp-OutputArea-output img").first.scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SCREENSHOTS / f"jupyterlab-chapter-{CHAPTER}.png"))
+    tab.close()
+
+    raw = sorted({m for t in texts for m in RAW_MARKUP if m in t})
+    assert not raw, f"в JupyterLab видна разметка MyST: {raw}"
+    assert images == figures, f"рисунков в JupyterLab {images}, на сайте {figures}"
+    assert not shown_code, f"служебный код или код рисунка не свёрнут в JupyterLab: {shown_code[0][:200]}"
+    saved = json.loads((jupyterlab_root(jupyterlab) / "book" / f"{CHAPTER}.ipynb").read_text(encoding="utf-8"))
+    in_lab = [expr["result"]["data"]["text/plain"] for cell in saved["cells"] if cell["cell_type"] == "markdown"
+              for expr in cell["metadata"].get("user_expressions", [])]
+    assert in_lab == on_site, f"числа в JupyterLab и на сайте расходятся:\n{in_lab}\n{on_site}"
 
 
 def setting(base: str, plugin: str) -> dict:
