@@ -157,7 +157,7 @@ def test_chapter_reads_the_same_in_jupyterlab_as_on_the_site(browser, jupyterlab
             const busy = [...document.querySelectorAll(panel + ' .jp-InputPrompt')].some(e => e.innerText.includes('*'));
             const images = document.querySelectorAll(panel + ' .jp-OutputArea-output img').length;
             return !busy && images >= figures && texts.length > 0 && texts.every(t => !t.includes('shown('));
-        }""", arg=[panel, figures], timeout=180_000)
+        }""", arg=[panel, figures], polling=1_000, timeout=180_000)  # не requestAnimationFrame: фоновая вкладка
     texts = tab.locator(f"{panel} .jp-MarkdownCell .myst").all_inner_texts()
     images = tab.locator(f"{panel} .jp-OutputArea-output img").count()
     shown_code = [t for t in tab.locator(f"{panel} .jp-CodeCell .jp-InputArea-editor:visible").all_inner_texts()
