@@ -33,13 +33,6 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
-COURSE_ROOTS: dict[str, Path] = {}  # адрес JupyterLab → папка курса, которую он показывает
-
-
-def jupyterlab_root(base: str) -> Path:
-    return COURSE_ROOTS[base]
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -55,7 +48,8 @@ def jupyterlab(tmp_path_factory):
         # решённая работа лежит как у слушателя: рядом с ноутбуком — файлы выдачи (данные задания)
         shutil.copytree(ROOT / "labs" / lab, course / "solved" / lab)
         shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "solved" / lab / f"{lab}.ipynb")
-    shutil.copytree(ROOT / "book", course / "book", ignore=shutil.ignore_patterns("_*", ".*"))
+    (course / "book").mkdir()
+    shutil.copy(ROOT / "book" / f"{CHAPTER}.ipynb", course / "book")
     home = tmp_path_factory.mktemp("home")
     # все ячейки в DOM (а не только видимые на экране), чтобы тест видел весь ноутбук; у слушателя — как у всех
     tracker = home / ".jupyter" / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
@@ -81,7 +75,6 @@ def jupyterlab(tmp_path_factory):
     else:
         server.kill()
         pytest.fail("JupyterLab не ответил за 90 секунд")
-    COURSE_ROOTS[base] = course
     yield base
     server.terminate()
     try:
@@ -173,7 +166,8 @@ def test_chapter_reads_the_same_in_jupyterlab_as_on_the_site(browser, jupyterlab
     assert not raw, f"в JupyterLab видна разметка MyST: {raw}"
     assert images == figures, f"рисунков в JupyterLab {images}, на сайте {figures}"
     assert not shown_code, f"служебный код или код рисунка не свёрнут в JupyterLab: {shown_code[0][:200]}"
-    saved = json.loads((jupyterlab_root(jupyterlab) / "book" / f"{CHAPTER}.ipynb").read_text(encoding="utf-8"))
+    with urllib.request.urlopen(f"{jupyterlab}/api/contents/book/{CHAPTER}.ipynb?token={TOKEN}", timeout=30) as reply:
+        saved = json.load(reply)["content"]  # ноутбук, сохранённый JupyterLab
     in_lab = [expr["result"]["data"]["text/plain"] for cell in saved["cells"] if cell["cell_type"] == "markdown"
               for expr in cell["metadata"].get("user_expressions", [])]
     assert in_lab == on_site, f"числа в JupyterLab и на сайте расходятся:\n{in_lab}\n{on_site}"
