@@ -154,6 +154,8 @@ class Course:
         self.autograded_dir = Path(coursedir.format_path(coursedir.autograded_directory, "X", "Y")).parent.parent
         self.feedback_dir = Path(coursedir.format_path(coursedir.feedback_directory, "X", "Y")).parent.parent
         self.work = self.root / "autograde"
+        self.roster = self.work / "roster.json"
+        self.exports = self.work / "exports"
 
     @classmethod
     def load(cls, root: Path | None = None) -> Course:
@@ -169,14 +171,6 @@ class Course:
             raise CourseError(f"Нет выданной версии {lab.release_notebook}: сначала python -m autograde release {name}.")
         return lab
 
-    @property
-    def roster(self) -> Path:
-        return self.work / "roster.json"
-
-    @property
-    def exports(self) -> Path:
-        return self.work / "exports"
-
     def secrets(self) -> list[Path]:
         """То, что не должно оказаться в песочнице, даже случайно."""
         return [self.root / SOLUTIONS, self.work, self.submitted_dir, self.autograded_dir, self.feedback_dir,
@@ -190,38 +184,16 @@ class Lab:
     course: Course
     name: str
 
-    @property
-    def source_notebook(self) -> Path:
-        return self.course.root / SOLUTIONS / self.name / f"{self.name}.ipynb"
-
-    @property
-    def release_notebook(self) -> Path:
-        return self.course.root / RELEASE / self.name / f"{self.name}.ipynb"
-
-    @property
-    def work(self) -> Path:
-        return self.course.work / "work" / self.name
-
-    @property
-    def results(self) -> Path:
-        return self.work / "results"
-
-    @property
-    def history(self) -> Path:
-        return self.work / "history"
-
-    @property
-    def releases(self) -> Path:
-        """Тексты тестов всех выпусков задания (``intake/history.py: releases``)."""
-        return self.work / "releases.json"
-
-    @property
-    def csv(self) -> Path:
-        return self.course.work / "grades" / f"{self.name}.csv"
-
-    @property
-    def histogram(self) -> Path:
-        return self.course.work / "grades" / f"{self.name}.png"
+    def __post_init__(self):
+        root, work = self.course.root, self.course.work
+        self.source_notebook = root / SOLUTIONS / self.name / f"{self.name}.ipynb"
+        self.release_notebook = root / RELEASE / self.name / f"{self.name}.ipynb"
+        self.work = work / "work" / self.name
+        self.results = self.work / "results"
+        self.history = self.work / "history"
+        self.releases = self.work / "releases.json"  # тексты тестов всех выпусков (intake/history.py: releases)
+        self.csv = work / "grades" / f"{self.name}.csv"
+        self.histogram = work / "grades" / f"{self.name}.png"
 
     @property
     def hide_reference(self) -> bool:
