@@ -63,6 +63,13 @@ def test_without_arguments_the_demo_is_printed():
     assert result.stdout.count("  1. ") == 3  # три вопроса, у каждого top-3
 
 
+def test_the_demo_finds_a_document_on_the_topic_of_each_question_first():
+    """Демо — первое, что видит новичок: первым у каждого вопроса стоит документ о его теме (по заголовку)."""
+    firsts = [line.split("  ", 3)[-1] for line in run().stdout.splitlines() if line.startswith("  1. ")]
+    topics = ("Ежегодный отпуск:", "Подключение к VPN:", "в командировке:")
+    assert len(firsts) == len(topics) and all(topic in first for topic, first in zip(topics, firsts)), firsts
+
+
 def test_index_reads_the_folder_reports_what_it_skipped_and_saves(built):
     folder, index, result = built
     assert result.returncode == 0, result.stderr

