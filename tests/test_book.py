@@ -87,15 +87,16 @@ def repository_url() -> str:
     return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
 
 
+def first_cell(page: str) -> dict:
+    return json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"][0]
+
+
 @pytest.mark.parametrize("page", chapter_notebooks())
-def test_every_chapter_starts_with_its_title_and_then_a_quiet_setup_step_that_installs_the_course(page):
-    title, cell = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"][:2]
-    # заголовок — первым: свёрнутая ячейка над ним дала бы кнопку «Показать код» выше названия главы
-    assert title["cell_type"] == "markdown" and "".join(title["source"]).startswith("# "), \
-        f"{page}: первая ячейка — заголовок главы («# …»)"
+def test_every_chapter_starts_with_a_quiet_setup_step_that_installs_the_course_from_the_books_repository(page):
+    cell = first_cell(page)
     source = "".join(cell["source"])
     assert cell["cell_type"] == "code" and "hide-input" in cell["metadata"].get("tags", []), \
-        f"{page}: сразу под заголовком — «Подготовка», видимая в ноутбуке и свёрнутая на сайте (тег hide-input)"
+        f"{page}: первая ячейка — «Подготовка», видимая в ноутбуке и свёрнутая на сайте (тег hide-input)"
     assert 'find_spec("minirag") is None' in source, f"{page}: подготовка должна ничего не делать, если minirag есть"
     assert f'"git+{repository_url()}"' in source, f"{page}: ставить библиотеку нужно из репозитория книги"
     chapter = "".join("".join(c["source"]) for c in json.loads((ROOT / f"{page}.ipynb").read_text())["cells"][1:])
