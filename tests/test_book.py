@@ -95,8 +95,11 @@ def first_cell(page: str) -> dict:
 def test_every_chapter_starts_with_a_quiet_setup_step_that_installs_the_course_from_the_books_repository(page):
     cell = first_cell(page)
     source = "".join(cell["source"])
-    assert cell["cell_type"] == "code" and "hide-input" in cell["metadata"].get("tags", []), \
-        f"{page}: первая ячейка — «Подготовка», видимая в ноутбуке и свёрнутая на сайте (тег hide-input)"
+    # на сайте её нет совсем (remove-input): свёрнутая, она дала бы кнопку «Показать код» над названием главы;
+    # в ноутбуке она есть и свёрнута (source_hidden), её исполняют первой
+    assert cell["cell_type"] == "code" and {"remove-input", "remove-output"} <= set(cell["metadata"].get("tags", [])), \
+        f"{page}: первая ячейка — «Подготовка», скрытая на сайте (теги remove-input и remove-output)"
+    assert cell["metadata"].get("jupyter", {}).get("source_hidden"), f"{page}: «Подготовка» свёрнута в ноутбуке"
     assert 'find_spec("minirag") is None' in source, f"{page}: подготовка должна ничего не делать, если minirag есть"
     assert f'"git+{repository_url()}"' in source, f"{page}: ставить библиотеку нужно из репозитория книги"
     chapter = "".join("".join(c["source"]) for c in json.loads((ROOT / f"{page}.ipynb").read_text())["cells"][1:])
