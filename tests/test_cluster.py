@@ -64,8 +64,8 @@ def scheduler(tmp_path_factory):
         yield address
 
 
-def grade_on(cluster: str, submissions: Path, course: Path) -> subprocess.CompletedProcess:
-    return cli("grade", LAB, "--submissions", submissions, "--course", course, "--cluster", cluster, *LIMITS)
+def grade_on(cluster: str, submissions: Path, course: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return cli("grade", LAB, "--submissions", submissions, "--course", course, "--cluster", cluster, *LIMITS, env=env)
 
 
 def worker_counts(stdout: str) -> int:
@@ -75,12 +75,14 @@ def worker_counts(stdout: str) -> int:
 
 def test_local_cluster_grades_exactly_like_the_pool(mixed):
     course = ac.course_copy(mixed["tmp"] / "local")
-    result = grade_on("local:2", mixed["submissions"], course)
+    scratch = mixed["tmp"] / "local-tmp"  # временные папки работ этой проверки: по ним видно её песочницы
+    scratch.mkdir()
+    result = grade_on("local:2", mixed["submissions"], course, env={"TMPDIR": str(scratch)})
     assert result.returncode == 0, result.stderr[-3000:]
     assert (course / "autograde" / "grades" / f"{LAB}.csv").read_bytes() == mixed["csv"]
     assert f"{LAB}: в таблице {len(MIXED)} работ" in result.stdout
     assert "По работникам кластера local:2: 0 — " in result.stdout and worker_counts(result.stdout) == len(MIXED)
-    assert own_sandboxes() == [], "после проверки остались процессы песочницы"
+    assert own_sandboxes(scratch) == [], "после проверки остались процессы песочницы"
 
 
 def test_separate_scheduler_grades_exactly_like_the_pool(mixed, scheduler):
@@ -91,11 +93,12 @@ def test_separate_scheduler_grades_exactly_like_the_pool(mixed, scheduler):
     assert worker_counts(result.stdout) == len(MIXED)
 
 
-def own_sandboxes(seconds: float = 10) -> list[str]:
-    """Процессы песочниц этого каталога (на машине могут идти и чужие проверки), если пережили проверку."""
+def own_sandboxes(scratch: Path, seconds: float = 10) -> list[str]:
+    """Песочницы одной проверки, если пережили её: временные папки её работ (``scratch``) есть в командной строке
+    их bwrap. На машине могут идти и чужие проверки, в том числе из этого же каталога."""
     deadline = time.monotonic() + seconds
     while True:
-        found = [p for p in sandbox_processes() if f"{ROOT}/src" in p]
+        found = sandbox_processes(scratch)
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
