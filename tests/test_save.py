@@ -61,7 +61,8 @@ def recorded(course: Path) -> tuple[set[str], set[str]]:
 @pytest.fixture
 def course(tmp_path):
     from autograde.course import Course
-    from autograde.lab.master import build_master, register
+    from autograde.lab.master import build_master
+    from autograde.store.gradebook import register
 
     root = course_copy(tmp_path / "course")
     loaded = Course.load(root)

@@ -33,11 +33,12 @@ from autograde.course import Course, CourseError, add_course_option, safe_key
 from autograde.intake import roster
 from autograde.intake.history import History, releases
 from autograde.intake.submissions import admit
-from autograde.lab.master import build_master, register
+from autograde.lab.master import build_master
 from autograde.lab.result import Result
 from autograde.run import pool, worker
 from autograde.sandbox import check_sandbox
 from autograde.store import save
+from autograde.store.gradebook import register
 from autograde.store.results import load, summary, write_csv
 
 NAME = "grade"

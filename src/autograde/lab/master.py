@@ -7,7 +7,7 @@
 преподавателя — и в ядре, и у судьи, тесты — только у судьи (кроме помеченных
 ``"autograde": {"kernel": true}``: им нужен вывод ядра). И какие имена задаёт решение
 слушателя (``owned``): судья всегда берёт их из ядра, а не из своих ячеек преподавателя.
-Модуль не исполняет код и не пишет файлов (кроме ``register`` — записи задания в базу оценок).
+Модуль не исполняет код и не пишет файлов (задание в базу оценок записывает ``store.gradebook.register``).
 """
 
 from __future__ import annotations
@@ -127,18 +127,6 @@ def build_master(source: Path, lab: str, config) -> Master:
     tests = [c.source for c in release.cells if gid(c) and nbutils.is_grade(c) and not nbutils.is_solution(c)]
     tests_digest = hashlib.sha256("\0".join(tests).encode("utf-8")).hexdigest()
     return Master(lab, master, release, digest, tests_digest, tuple(sorted(owned)), ignore)
-
-
-def register(master: Master, db_url: str, course_id: str) -> None:
-    """Записать задание и его ячейки в базу оценок (как generate_assignment): нужно formgrader'у."""
-    from nbgrader.preprocessors import SaveCells
-
-    from autograde.store.gradebook import open_gradebook
-
-    with open_gradebook(db_url, course_id) as gb:
-        gb.update_or_create_assignment(master.lab)
-    resources = {"nbgrader": {"notebook": master.lab, "assignment": master.lab, "db_url": db_url}}
-    SaveCells()(copy.deepcopy(master.notebook), resources)
 
 
 def hide_tests(source: str, placeholder: str) -> str:

@@ -10,15 +10,20 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from autograde.lab.result import Result, fmt
 from autograde.store.results import atomic_write
+
+if TYPE_CHECKING:
+    from autograde.lab.master import Master
 
 
 def open_gradebook(db_url: str, course_id: str):
@@ -27,6 +32,16 @@ def open_gradebook(db_url: str, course_id: str):
 
     create(db_url)
     return Gradebook(db_url, course_id)
+
+
+def register(master: Master, db_url: str, course_id: str) -> None:
+    """Записать задание и его ячейки в базу оценок (как generate_assignment): нужно formgrader'у."""
+    from nbgrader.preprocessors import SaveCells
+
+    with open_gradebook(db_url, course_id) as gb:
+        gb.update_or_create_assignment(master.lab)
+    resources = {"nbgrader": {"notebook": master.lab, "assignment": master.lab, "db_url": db_url}}
+    SaveCells()(copy.deepcopy(master.notebook), resources)
 
 
 def create(db_url: str) -> None:
