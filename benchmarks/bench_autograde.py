@@ -196,18 +196,19 @@ def replay(seed: Path, lab: str, n: int, tmp: Path) -> dict[str, float]:
     """Главный процесс без ядер: ``grade`` записывает ``n`` итогов, которые отдаёт работник-заглушка.
 
     Итоги — настоящие (ноутбук, отзыв, баллы по ячейкам) из проверенной группы ``seed``, размноженные под
-    ``n`` разных слушателей; путь записи — тот же, что у ``grade`` (``_grade_all``: пачки ``save.Recorder``,
-    база оценок, файлы), затем его конец (``save.finish`` и CSV). Возвращает секунды (стена и процессор
+    ``n`` разных слушателей; путь записи — тот же, что у ``grade`` (``save.record``: пачки ``save.Recorder``,
+    база оценок, файлы), затем его конец (``save.finish`` с CSV). Возвращает секунды (стена и процессор
     этого процесса) на запись всех итогов и на конец."""
     import copy
     import io
 
-    from autograde.commands import grade
     from autograde.course import Course
-    from autograde.lab.master import build_master, register
+    from autograde.intake.plan import Plan
+    from autograde.lab.master import build_master
     from autograde.run.worker import Outcome, Task
     from autograde.store import save
-    from autograde.store.results import load, write_csv
+    from autograde.store.gradebook import register
+    from autograde.store.results import load
 
     source = Course.load(seed).lab(lab)
     samples = [Outcome(r, (source.autograded(r.student) / f"{lab}.ipynb").read_text(encoding="utf-8"),
@@ -229,11 +230,10 @@ def replay(seed: Path, lab: str, n: int, tmp: Path) -> dict[str, float]:
     stderr, sys.stderr = sys.stderr, io.StringIO()  # полоса прогресса — не в отчёт
     try:
         wall, cpu = time.perf_counter(), time.process_time()
-        grade._grade_all(course, target, None, tasks, [], stub_worker)
+        save.record(course, target, None, Plan(tasks), stub_worker)
         record = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
         wall, cpu = time.perf_counter(), time.process_time()
-        results = load(target.results)
-        write_csv(target.csv, results, save.finish(course, target, master, results))
+        results = save.finish(course, target, master)
         record.update(finish_wall=time.perf_counter() - wall, finish_cpu=time.process_time() - cpu)
     finally:
         sys.stderr = stderr

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from autograde.course import Course, CourseError, Lab, add_course_option, lab_names, safe_key
 from autograde.intake import roster
-from autograde.store.results import atomic_write, csv_text, load
+from autograde.store.atomic import atomic_write
+from autograde.store.results import csv_text, load
 
 NAME = "export"
 HELP = "выгрузить оценки всех лабораторных в CSV для LMS (Moodle, Canvas) или таблицей"

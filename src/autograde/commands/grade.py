@@ -1,14 +1,16 @@
 """Проверить всю группу: ``python -m autograde grade LAB --submissions PATH``.
 
-1. приём (intake.py): ноутбуки из папки или zip LMS; каждая версия — в историю сдач (history.py);
-   id из сдачи сводится к слушателю по списку группы (roster.py);
-2. для каждого слушателя — самая новая версия по времени сдачи LMS; проверяется то, что
-   изменилось с прошлого раза (работа, задание, лимиты, срок): ключ итога — хеш всего этого;
-3. работники (pool.py на этой машине или cluster.py на кластере Dask → worker.py) исполняют
+Стадии по порядку, каждая — один вызов отсюда:
+1. план (intake/plan.py): ноутбуки из папки или zip LMS — в историю сдач (intake/submissions.py,
+   intake/history.py), id из сдачи сводится к слушателю по списку группы (intake/roster.py); для
+   каждого слушателя — самая новая версия по времени сдачи LMS; проверяется то, что изменилось с
+   прошлого раза (работа, задание, лимиты, срок): ключ итога — хеш всего этого;
+2. работники (run/pool.py на этой машине или run/cluster.py на кластере Dask → run/worker.py) исполняют
    ноутбук: ядро слушателя и судья — каждый в своей песочнице; возвращают итог, очищенный
    ноутбук и отзыв;
-4. главный процесс — единственный, кто пишет: проверенный ноутбук для formgrader, отзыв, базу
-   оценок, итог (последним, атомарно), CSV и сводку.
+3. запись (store/save.py: record) — только главный процесс: проверенный ноутбук для formgrader, отзыв,
+   база оценок, итог (последним, атомарно);
+4. конец (store/save.py: finish): база догоняет итоги, отзывы с ручными баллами, CSV; затем сводка.
 
 Код выхода 0 — группа проверена, как бы ни написали слушатели; 2 — не работает сама проверка
 (нет лабораторной, нет nbgrader_config.py, нет папки сдач, недоступен кластер); 3 — нет песочницы
@@ -29,17 +31,15 @@ import os
 import sys
 from pathlib import Path
 
-from autograde.course import Course, CourseError, add_course_option, safe_key
-from autograde.intake import roster
-from autograde.intake.history import History, releases
-from autograde.intake.submissions import admit
+from autograde.course import Course, CourseError, add_course_option
+from autograde.intake.history import releases
+from autograde.intake.plan import plan
 from autograde.lab.master import build_master
-from autograde.lab.result import Result
 from autograde.run import pool, worker
 from autograde.sandbox import check_sandbox
 from autograde.store import save
 from autograde.store.gradebook import register
-from autograde.store.results import load, summary, write_csv
+from autograde.store.results import summary
 
 NAME = "grade"
 HELP = "проверить все сдачи лабораторной в песочнице: баллы, отзывы, CSV, база оценок"
@@ -114,79 +114,20 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
     ctx = worker.Context(master, _limits(course, args), sandboxed, settings.kernel_args, lab.release_files(),
                          course.secrets(), lab.hide_reference, settings.late_penalty, settings.late_penalty_per_day,
                          releases(lab.releases, master))
-    group = roster.load(course)
-    names, missing, warnings, notes = admit(course, lab, args.submissions, group)
-    history = History(lab.history)
-    keys = set(history.keys()) | missing | {safe_key(s["id"]) for s in group.students}
-    display = {safe_key(s["id"]): s.get("name") or s["id"] for s in group.students}
-    if args.student:
-        wanted = {safe_key(group.resolve(s)[0]) for s in args.student}
-        warnings += [f"{s}: нет такого слушателя" for s in args.student if safe_key(group.resolve(s)[0]) not in keys]
-        keys &= wanted
-    tasks, quiet, reused = [], [], 0
-    for key in sorted(keys):
-        newest = history.newest(key)
-        name = names.get(key) or display.get(key) or (newest.display_id if newest else key)
-        if newest is None:
-            quiet.append(worker.Task(key, name, "", None, None, notes.get(key, []), "", ""))
-            continue
-        deadline = settings.deadline(group.resolve(name)[0], lab.name) or settings.deadline(key, lab.name)
-        task = worker.Task(key, name, "", None, newest.error, newest.notes + notes.get(key, []), newest.submitted_at,
-                           deadline.isoformat() if deadline else "", source=history.path(key, newest))
-        task.key = worker.task_key(ctx, task)
-        old = lab.results / f"{key}.json"
-        if not args.force and old.is_file() and Result.from_json(old.read_text(encoding="utf-8")).key == task.key:
-            reused += 1
-        else:
-            tasks.append(task)
+    todo = plan(course, lab, ctx, args.submissions, args.student, args.force)
     if engine is None:
         outcomes, refused = functools.partial(pool.outcomes, workers=args.workers), ()
     else:
         outcomes, refused = engine.outcomes, engine.Refused
     try:
-        graded = _grade_all(course, lab, ctx, tasks, quiet, outcomes)
+        graded = save.record(course, lab, ctx, todo, outcomes)
     except refused as exc:  # работник кластера не может проверять: нет песочницы (код 3) или не то окружение (2)
         print(f"Проверка остановлена, готовое сохранено: {exc}", file=sys.stderr)
         return exc.code
-    results = load(lab.results)
-    manual = save.finish(course, lab, master, results)
-    write_csv(lab.csv, results, manual)
-    print(summary(lab.name, results, graded, reused, warnings, str(lab.csv.relative_to(course.root)),
+    results = save.finish(course, lab, master)
+    print(summary(lab.name, results, graded, todo.reused, todo.warnings, str(lab.csv.relative_to(course.root)),
                   f"{lab.course.feedback_dir.relative_to(course.root)}/<ключ слушателя>/{lab.name}/"))
     if engine is not None:
         print(engine.report())
     lock.close()
     return 0
-
-
-def _grade_all(course, lab, ctx, tasks, quiet, outcomes) -> int:
-    """Проверить ``tasks`` (``outcomes`` — пул или кластер) и записать итоги пачками, с ними — строки «не сдано»."""
-    from tqdm import tqdm
-
-    from autograde.store.gradebook import open_gradebook
-
-    done, counts = 0, {}
-    bar = tqdm(total=len(tasks), desc=lab.name, unit="раб", file=sys.stderr, dynamic_ncols=True, disable=not tasks)
-    try:
-        with open_gradebook(course.db_url, course.course_id) as gb, save.Recorder(lab, gb) as recorder:
-            for task in quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
-                recorder.add(worker.unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"])))
-            for task, outcome in outcomes(tasks, ctx):
-                if isinstance(outcome, str):  # сбой самой проверки: не вина работы, следующий запуск повторит
-                    outcome = worker.unexecuted(task, ctx, "error", f"внутренняя ошибка проверки ({outcome}): это не "
-                                                "вина работы — запустите проверку снова")
-                    outcome.result.key = ""
-                recorder.add(outcome)
-                done += 1
-                counts[outcome.result.status] = counts.get(outcome.result.status, 0) + 1
-                bar.set_postfix_str(" ".join(f"{s}={n}" for s, n in sorted(counts.items())), refresh=False)
-                bar.update(1)
-    except KeyboardInterrupt:
-        bar.close()
-        print(f"\nПрервано: проверено {done} из {len(tasks)}. Запустите ту же команду — она продолжит.", file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        bar.close()
-    return done
-
-

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from autograde.store.results import atomic_write
+from autograde.store.atomic import atomic_write
 
 
 @dataclass

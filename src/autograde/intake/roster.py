@@ -26,7 +26,7 @@ from pathlib import Path
 
 from autograde.course import Course, CourseError, Lab, lab_names, safe_key
 from autograde.lab.verdict import IDENTITY_PREFIX
-from autograde.store.results import atomic_write
+from autograde.store.atomic import atomic_write
 
 _NUMBER_SUFFIX = re.compile(r"^(?P<name>.+?)_(?P<number>\d+)$")
 

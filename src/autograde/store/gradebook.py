@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from autograde.lab.result import Result, fmt
-from autograde.store.results import atomic_write
+from autograde.store.atomic import atomic_write
 
 if TYPE_CHECKING:
     from autograde.lab.master import Master

@@ -1,7 +1,7 @@
 """Итоги группы на диске: файл итога, CSV группы и сводка — общие для ``grade``, ``report`` и ``export``.
 
-Итог пишется атомарно (временный файл рядом и ``os.replace``): после ``kill -9`` он либо есть
-целиком, либо его нет. CSV собирается из итогов и всегда одинаков при одинаковых итогах.
+Итог и CSV пишутся атомарно (``atomic.atomic_write``). CSV собирается из итогов и всегда одинаков
+при одинаковых итогах.
 Всё, что пришло от слушателя (id, имена файлов, сообщения), в CSV и в терминал попадает через
 ``printable``: управляющие символы — кодами. Все CSV autograde (оценки группы, ``export``) пишет
 один ``csv_text``: текст, который начинается с ``=``, ``+``, ``-``, ``@``, табуляции или CR, получает
@@ -13,38 +13,17 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import statistics
 from pathlib import Path
 
 from autograde.lab.result import VERSION, Result, fmt
 from autograde.lab.verdict import STATUSES
 from autograde.render.sanitize import mixed_script, printable
+from autograde.store.atomic import atomic_write
 from minirag import plural
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # с этого таблица или LMS начнёт формулу
 CSV_COLUMNS = ["student_id", "lab", "score", "max_score", "manual_pending", "status", "late", "message"]
-
-
-def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
-    """Записать файл целиком или никак: временный файл рядом и os.replace.
-
-    ``durable`` — ещё и ``fsync`` до переименования (файл переживёт и сбой питания). Без него файл всё
-    равно целый после ``kill -9`` (его допишет ядро ОС); так пишет ``save.Recorder``, который сбрасывает
-    на диск всю пачку одним ``os.sync()``.
-    """
-    tmp = path.with_name(f".{path.name[:100]}.{os.getpid()}.tmp")
-    try:
-        f = open(tmp, "wb")  # noqa: SIM115 — закрывает with ниже
-    except FileNotFoundError:  # папки ещё нет (обычно она есть: mkdir на каждую запись дорог)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(tmp, "wb")  # noqa: SIM115
-    with f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def load(folder: Path) -> list[Result]:

@@ -3,9 +3,10 @@
 Итоги пишутся пачками (``Recorder``): файлы каждой работы — атомарно, по мере прихода; база оценок —
 одна транзакция на пачку; затем один ``os.sync()`` и, последними, файлы итогов. Итог — отметка «работа
 записана»: после ``kill -9`` в любой момент работа либо записана целиком (итог, ноутбуки, отзыв, строка
-базы), либо её итога нет и следующий запуск проверит её снова. ``finish`` догоняет базу оценок до
-итогов, перерисовывает отзывы, где преподаватель поставил ручные баллы, и добавляет замечания о
-письменных ответах, которые изменились после ручной проверки.
+базы), либо её итога нет и следующий запуск проверит её снова. ``record`` — проверка плана с полосой
+прогресса и запись по мере прихода; ``finish`` догоняет базу оценок до итогов, перерисовывает отзывы,
+где преподаватель поставил ручные баллы, добавляет замечания о письменных ответах, которые изменились
+после ручной проверки, и пишет CSV группы.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
 from datetime import datetime, timezone
 
 from autograde.lab.result import Result
 from autograde.store import gradebook
-from autograde.store.results import atomic_write
+from autograde.store.atomic import atomic_write
+from autograde.store.results import load, write_csv
 
 
 def nbgrader_time(iso: str) -> str | None:
@@ -109,13 +112,48 @@ def _write_files(lab, outcome) -> None:
         shutil.rmtree(target)  # не сдано — отзыва нет (и старого тоже)
 
 
-def finish(course, lab, master, results: list[Result]) -> dict[str, dict]:
+def record(course, lab, ctx, plan, outcomes) -> int:
+    """Проверить работы плана (``outcomes`` — пул или кластер) и записать итоги пачками, с ними — строки
+    «не сдано». Вернуть, сколько работ проверено; по Ctrl+C записать готовое и выйти с кодом 130."""
+    from tqdm import tqdm
+
+    from autograde.run.worker import unexecuted
+
+    done, counts = 0, {}
+    bar = tqdm(total=len(plan.tasks), desc=lab.name, unit="раб", file=sys.stderr, dynamic_ncols=True,
+               disable=not plan.tasks)
+    try:
+        with gradebook.open_gradebook(course.db_url, course.course_id) as gb, Recorder(lab, gb) as recorder:
+            for task in plan.quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
+                recorder.add(unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"])))
+            for task, outcome in outcomes(plan.tasks, ctx):
+                if isinstance(outcome, str):  # сбой самой проверки: не вина работы, следующий запуск повторит
+                    outcome = unexecuted(task, ctx, "error", f"внутренняя ошибка проверки ({outcome}): это не вина "
+                                         "работы — запустите проверку снова")
+                    outcome.result.key = ""
+                recorder.add(outcome)
+                done += 1
+                counts[outcome.result.status] = counts.get(outcome.result.status, 0) + 1
+                bar.set_postfix_str(" ".join(f"{s}={n}" for s, n in sorted(counts.items())), refresh=False)
+                bar.update(1)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\nПрервано: проверено {done} из {len(plan.tasks)}. Запустите ту же команду — она продолжит.",
+              file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        bar.close()
+    return done
+
+
+def finish(course, lab, master) -> list[Result]:
     """Догнать базу до итогов (после kill -9 могла отстать), обновить отзывы с ручными баллами,
-    добавить замечания о переоткрытых письменных ответах. Вернуть ручные оценки по слушателям."""
+    добавить замечания о переоткрытых письменных ответах и записать CSV группы. Вернуть итоги группы."""
     import nbformat
 
     from autograde.render import feedback
 
+    results = load(lab.results)
     manual = {}
     with gradebook.open_gradebook(course.db_url, course.course_id) as gb:
         known = gradebook.stored(gb, lab.name)  # вся лабораторная — двумя запросами, не по запросу на работу
@@ -142,4 +180,5 @@ def finish(course, lab, master, results: list[Result]) -> dict[str, dict]:
                 saved = Result.from_json((lab.results / f"{result.student}.json").read_text(encoding="utf-8"))
                 saved.feedback_state = state
                 atomic_write(lab.results / f"{result.student}.json", saved.to_json())
-    return manual
+    write_csv(lab.csv, results, manual)
+    return results
