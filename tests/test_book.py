@@ -174,6 +174,20 @@ def test_every_number_in_the_text_is_kept_in_a_cell_above_it(page):
 
 
 @pytest.mark.parametrize("page", chapter_notebooks())
+def test_every_kept_value_is_shown_on_its_page(page):
+    """keep("имя", …) без shown("имя") в тексте или подписи своей страницы — число, которое никто не читает:
+    остаток правки текста. Такое значение либо показывают, либо проверяют assert'ом, либо не запоминают."""
+    cells = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = "".join("".join(c["source"]) + c["metadata"].get("mystnb", {}).get("figure", {}).get("caption", "")
+                   for c in cells)
+    names = set(_SHOWN_RE.findall(text))
+    unread = [name for cell in cells if cell["cell_type"] == "code"
+              for prefix, name in _KEPT_RE.findall("".join(cell["source"]))
+              if not any(re.fullmatch(kept_pattern(prefix, name), shown) for shown in names)]
+    assert not unread, f"{page}: запомнены, но нигде на странице не показаны: {unread}"
+
+
+@pytest.mark.parametrize("page", chapter_notebooks())
 def test_plumbing_and_folded_code_are_folded_in_jupyterlab_too(page):
     """Код, которого нет на сайте (remove-input) или который там свёрнут (hide-input), свёрнут и в JupyterLab
     курса (metadata.jupyter.source_hidden); рисунок — вывод своей ячейки с подписью (mystnb.figure)."""
