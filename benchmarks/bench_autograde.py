@@ -196,16 +196,17 @@ def replay(seed: Path, lab: str, n: int, tmp: Path) -> dict[str, float]:
     """Главный процесс без ядер: ``grade`` записывает ``n`` итогов, которые отдаёт работник-заглушка.
 
     Итоги — настоящие (ноутбук, отзыв, баллы по ячейкам) из проверенной группы ``seed``, размноженные под
-    ``n`` разных слушателей; путь записи — тот же, что у ``grade`` (``save.record``: пачки ``save.Recorder``,
+    ``n`` разных слушателей; путь записи — тот же, что у ``grade`` (``_record``: пачки ``save.Recorder``,
     база оценок, файлы), затем его конец (``save.finish`` с CSV). Возвращает секунды (стена и процессор
     этого процесса) на запись всех итогов и на конец."""
     import copy
     import io
 
+    from autograde.commands import grade
     from autograde.course import Course
-    from autograde.intake.plan import Plan
+    from autograde.intake.plan import Worklist
     from autograde.lab.master import build_master
-    from autograde.run.worker import Outcome, Task
+    from autograde.lab.task import Outcome, Task
     from autograde.store import save
     from autograde.store.gradebook import register
     from autograde.store.results import load
@@ -230,7 +231,7 @@ def replay(seed: Path, lab: str, n: int, tmp: Path) -> dict[str, float]:
     stderr, sys.stderr = sys.stderr, io.StringIO()  # полоса прогресса — не в отчёт
     try:
         wall, cpu = time.perf_counter(), time.process_time()
-        save.record(course, target, None, Plan(tasks), stub_worker)
+        grade._record(course, target, None, Worklist(tasks), stub_worker)
         record = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
         wall, cpu = time.perf_counter(), time.process_time()
         results = save.finish(course, target, master)

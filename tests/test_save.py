@@ -21,7 +21,8 @@ import os, signal, sys
 from nbgrader.api import Gradebook
 from autograde.course import Course
 from autograde.lab.master import build_master
-from autograde.run.worker import Context, Task, unexecuted
+from autograde.lab.task import Context, Task
+from autograde.run.worker import unexecuted
 from autograde.sandbox import Limits
 from autograde.store import save
 
@@ -95,7 +96,8 @@ def test_a_failure_inside_a_batch_rolls_the_batch_back_and_keeps_the_ones_before
 
     from autograde.course import Course
     from autograde.lab.master import build_master
-    from autograde.run.worker import Context, Task, unexecuted
+    from autograde.lab.task import Context, Task
+    from autograde.run.worker import unexecuted
     from autograde.sandbox import Limits
     from autograde.store import save
 

@@ -19,7 +19,8 @@ from autograde.course import DEFAULT_ID_PATTERN
 from autograde.intake.plan import plan
 from autograde.intake.roster import Roster
 from autograde.lab.result import Result
-from autograde.run.worker import Context, unexecuted
+from autograde.lab.task import Context
+from autograde.run.worker import unexecuted
 from autograde.sandbox import Limits
 
 LAB = "lab_unit"
@@ -42,7 +43,7 @@ def setup(tmp_path: Path, due: dict | None = None):
     settings = SimpleNamespace(id_pattern=DEFAULT_ID_PATTERN, deadline=lambda student, lab: due.get(lab))
     course = SimpleNamespace(settings=settings, roster=tmp_path / "roster.json")
     lab = SimpleNamespace(name=LAB, history=tmp_path / "history", results=tmp_path / "results",
-                          release_files=lambda: {})
+                          release_files=lambda: {}, result_file=lambda key: tmp_path / "results" / f"{key}.json")
     ctx = Context(master(), Limits(), True, (), {}, [], False)
     return course, lab, ctx, tmp_path / "in"
 
@@ -100,3 +101,12 @@ def test_a_stored_result_from_someone_else_does_not_count_as_this_work(tmp_path)
     (lab.results / "petrov.json").write_text(stale.to_json(), encoding="utf-8")
     assert [t.student for t in plan(course, lab, ctx, None, [], force=False).tasks] == ["petrov"]
     assert Result.from_json((lab.results / "petrov.json").read_text(encoding="utf-8")).key == "0" * 64
+
+
+def test_an_unreadable_stored_result_means_grade_again_not_a_crash(tmp_path):
+    """Итог прошлого запуска, который не читается (обрезан, чужой формат, не JSON), — не повод остановить группу."""
+    course, lab, ctx, source = setup(tmp_path)
+    graded(lab, ctx, plan(course, lab, ctx, source, [], force=False))
+    for broken in (b"{not json", b"[1, 2]", b'{"key": 1, "surprise": true}', b"\xff\xfe"):
+        (lab.results / "petrov.json").write_bytes(broken)
+        assert [t.student for t in plan(course, lab, ctx, None, [], force=False).tasks] == ["petrov"], broken

@@ -1,6 +1,6 @@
 """Главный процесс не держит группу в памяти: байты сдачи читаются, когда работа уходит работнику.
 
-``worker.loaded``, ключ итога по файлу сдачи и окно пула (``pool._refill``) — без песочницы и процессов.
+``task.loaded``, ключ итога по файлу сдачи и окно пула (``pool._refill``) — без песочницы и процессов.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
+from autograde.lab.task import Context, Task, loaded, task_key
 from autograde.run import pool
-from autograde.run.worker import Context, Task, loaded, task_key
 from autograde.sandbox import Limits
 
 

@@ -21,8 +21,9 @@ from unit_lab import master, submitted
 from autograde.course import CourseError, Settings
 from autograde.lab.notebook import merge
 from autograde.lab.scoring import MESSAGE_LIMIT, cut, first_error, score
+from autograde.lab.task import Context, Task, task_key
 from autograde.run.record import not_executed
-from autograde.run.worker import Context, Task, late, task_key, unexecuted
+from autograde.run.worker import late, unexecuted
 from autograde.sandbox import Limits
 
 TEST = 3  # номер ячейки test_f в собранном ноутбуке

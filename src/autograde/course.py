@@ -94,7 +94,6 @@ class Settings:
 
     limits: Limits
     kernel_args: tuple[str, ...]
-    ignore_pattern: str
     no_reference_labs: tuple[str, ...]
     id_pattern: str
     due: dict = field(default_factory=dict)  # lab → срок (datetime с часовым поясом)
@@ -106,9 +105,6 @@ class Settings:
     def from_config(cls, config) -> Settings:
         execute = config.Execute if "Execute" in config else {}
         own = config.Grading if "Grading" in config else {}
-        ignore = ""
-        if "IgnorePattern" in config and config.IgnorePattern.get("enabled", False):
-            ignore = config.IgnorePattern.get("pattern", "")
         pattern = DEFAULT_ID_PATTERN
         if "LmsZip" in config and config.LmsZip.get("student_id_pattern"):
             pattern = config.LmsZip.student_id_pattern
@@ -129,7 +125,7 @@ class Settings:
         if penalty == "per_day" and not per_day:
             raise CourseError("Grading.late_penalty = 'per_day', а late_penalty_per_day не задан: укажите долю "
                               "за сутки, например c.Grading.late_penalty_per_day = 0.1.")
-        return cls(limits, tuple(execute.get("extra_arguments", [])), ignore, tuple(own.get("no_reference_labs", [])),
+        return cls(limits, tuple(execute.get("extra_arguments", [])), tuple(own.get("no_reference_labs", [])),
                    pattern, due, extensions, penalty, float(per_day))
 
     def deadline(self, student_id: str, lab: str) -> datetime | None:
@@ -192,12 +188,17 @@ class Lab:
         self.results = self.work / "results"
         self.history = self.work / "history"
         self.releases = self.work / "releases.json"  # тексты тестов всех выпусков (intake/history.py: releases)
+        self.manual = self.work / "manual"  # ручные оценки, которые видела проверка (store/gradebook.py: reopened)
         self.csv = work / "grades" / f"{self.name}.csv"
         self.histogram = work / "grades" / f"{self.name}.png"
 
     @property
     def hide_reference(self) -> bool:
         return self.name in self.course.settings.no_reference_labs
+
+    def result_file(self, key: str) -> Path:
+        """Файл итога слушателя: его запись — отметка «работа записана» (store/save.py)."""
+        return self.results / f"{key}.json"
 
     def submitted(self, key: str) -> Path:
         return self.course.submitted_dir / key / self.name

@@ -33,8 +33,9 @@ from nbgrader import utils as nbutils
 
 from autograde.course import RELEASE, ROOT, Course, CourseError, add_course_option, find_course, lab_names
 from autograde.lab.master import build_master, gid
+from autograde.lab.task import Context, Task
 from autograde.render.feedback import title
-from autograde.run.worker import Context, Task, grade
+from autograde.run.worker import grade
 from autograde.sandbox import check_sandbox
 from labkit import STUB  # заготовка письменного ответа: одна на проверку и на тесты лабораторных
 from minirag import plural

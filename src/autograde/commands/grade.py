@@ -8,8 +8,8 @@
 2. работники (run/pool.py на этой машине или run/cluster.py на кластере Dask → run/worker.py) исполняют
    ноутбук: ядро слушателя и судья — каждый в своей песочнице; возвращают итог, очищенный
    ноутбук и отзыв;
-3. запись (store/save.py: record) — только главный процесс: проверенный ноутбук для formgrader, отзыв,
-   база оценок, итог (последним, атомарно);
+3. запись (store/save.py: Recorder) по мере прихода — только главный процесс: проверенный ноутбук для
+   formgrader, отзыв, база оценок, итог (последним, атомарно); полоса прогресса и Ctrl+C — здесь (_record);
 4. конец (store/save.py: finish): база догоняет итоги, отзывы с ручными баллами, CSV; затем сводка.
 
 Код выхода 0 — группа проверена, как бы ни написали слушатели; 2 — не работает сама проверка
@@ -33,9 +33,11 @@ from pathlib import Path
 
 from autograde.course import Course, CourseError, add_course_option
 from autograde.intake.history import releases
-from autograde.intake.plan import plan
+from autograde.intake.plan import Worklist, plan
 from autograde.lab.master import build_master
-from autograde.run import pool, worker
+from autograde.lab.task import Context
+from autograde.run import pool
+from autograde.run.worker import unexecuted
 from autograde.sandbox import check_sandbox
 from autograde.store import save
 from autograde.store.gradebook import register
@@ -111,7 +113,7 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
     except RuntimeError as exc:
         raise CourseError(f"Задание {args.lab} в базе оценок не совпадает с solutions/: {exc}") from exc
     settings = course.settings
-    ctx = worker.Context(master, _limits(course, args), sandboxed, settings.kernel_args, lab.release_files(),
+    ctx = Context(master, _limits(course, args), sandboxed, settings.kernel_args, lab.release_files(),
                          course.secrets(), lab.hide_reference, settings.late_penalty, settings.late_penalty_per_day,
                          releases(lab.releases, master))
     todo = plan(course, lab, ctx, args.submissions, args.student, args.force)
@@ -120,7 +122,7 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
     else:
         outcomes, refused = engine.outcomes, engine.Refused
     try:
-        graded = save.record(course, lab, ctx, todo, outcomes)
+        graded = _record(course, lab, ctx, todo, outcomes)
     except refused as exc:  # работник кластера не может проверять: нет песочницы (код 3) или не то окружение (2)
         print(f"Проверка остановлена, готовое сохранено: {exc}", file=sys.stderr)
         return exc.code
@@ -131,3 +133,37 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
         print(engine.report())
     lock.close()
     return 0
+
+
+def _record(course, lab, ctx: Context, todo: Worklist, outcomes) -> int:
+    """Проверить работы ``todo`` (``outcomes`` — пул или кластер) и записать итоги пачками, с ними — строки
+    «не сдано». Вернуть, сколько работ проверено; по Ctrl+C записать готовое и выйти с кодом 130."""
+    from tqdm import tqdm
+
+    from autograde.store.gradebook import open_gradebook
+
+    done, counts = 0, {}
+    bar = tqdm(total=len(todo.tasks), desc=lab.name, unit="раб", file=sys.stderr, dynamic_ncols=True,
+               disable=not todo.tasks)
+    try:
+        with open_gradebook(course.db_url, course.course_id) as gb, save.Recorder(lab, gb) as recorder:
+            for task in todo.quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
+                recorder.add(unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"])))
+            for task, outcome in outcomes(todo.tasks, ctx):
+                if isinstance(outcome, str):  # сбой самой проверки: не вина работы, следующий запуск повторит
+                    outcome = unexecuted(task, ctx, "error", f"внутренняя ошибка проверки ({outcome}): это не вина "
+                                         "работы — запустите проверку снова")
+                    outcome.result.key = ""
+                recorder.add(outcome)
+                done += 1
+                counts[outcome.result.status] = counts.get(outcome.result.status, 0) + 1
+                bar.set_postfix_str(" ".join(f"{s}={n}" for s, n in sorted(counts.items())), refresh=False)
+                bar.update(1)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\nПрервано: проверено {done} из {len(todo.tasks)}. Запустите ту же команду — она продолжит.",
+              file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        bar.close()
+    return done

@@ -2,8 +2,8 @@
 
 ``plan`` — весь приём одним шагом ``grade``: сдачи из папки или zip — в историю (``submissions.admit``),
 для каждого слушателя — самая новая версия по времени сдачи LMS; работа уходит на проверку, только если
-изменился ключ итога (работа, задание, лимиты, срок — ``worker.task_key``) или дан ``--force``. Кто в списке
-группы, но не сдал, — строка «не сдано» без исполнения (``Plan.quiet``).
+изменился ключ итога (работа, задание, лимиты, срок — ``lab/task.py: task_key``) или дан ``--force``. Кто в списке
+группы, но не сдал, — строка «не сдано» без исполнения (``Worklist.quiet``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from autograde.intake import roster
 from autograde.intake.history import History
 from autograde.intake.submissions import admit
 from autograde.lab.result import Result
-from autograde.run.worker import Context, Task, task_key
+from autograde.lab.task import Context, Task, task_key
 
 
 @dataclass
-class Plan:
+class Worklist:
     """Итог приёма: работы на проверку, несдавшие, сколько итогов взято из прошлого запуска, предупреждения."""
 
     tasks: list[Task] = field(default_factory=list)
@@ -29,7 +29,7 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
 
 
-def plan(course, lab, ctx: Context, submissions: Path | None, students: list[str], force: bool) -> Plan:
+def plan(course, lab, ctx: Context, submissions: Path | None, students: list[str], force: bool) -> Worklist:
     """Принять ``submissions`` (или ничего: перепроверка принятого) и составить план проверки.
 
     ``students`` — проверить только их (id, псевдоним или имя из списка группы); ``force`` — и неизменившихся.
@@ -43,7 +43,7 @@ def plan(course, lab, ctx: Context, submissions: Path | None, students: list[str
         wanted = {s: safe_key(group.resolve(s)[0]) for s in students}
         warnings += [f"{s}: нет такого слушателя" for s, key in wanted.items() if key not in keys]
         keys &= set(wanted.values())
-    result = Plan(warnings=warnings)
+    result = Worklist(warnings=warnings)
     for key in sorted(keys):
         newest = history.newest(key)
         name = names.get(key) or display.get(key) or (newest.display_id if newest else key)
@@ -54,9 +54,16 @@ def plan(course, lab, ctx: Context, submissions: Path | None, students: list[str
         task = Task(key, name, "", None, newest.error, newest.notes + notes.get(key, []), newest.submitted_at,
                     deadline.isoformat() if deadline else "", source=history.path(key, newest))
         task.key = task_key(ctx, task)
-        old = lab.results / f"{key}.json"
-        if not force and old.is_file() and Result.from_json(old.read_text(encoding="utf-8")).key == task.key:
+        if not force and _stored_key(lab.result_file(key)) == task.key:
             result.reused += 1
         else:
             result.tasks.append(task)
     return result
+
+
+def _stored_key(path: Path) -> str | None:
+    """Ключ итога, записанного прошлым запуском; нет файла или он не читается как итог — None (проверить снова)."""
+    try:
+        return Result.from_json(path.read_text(encoding="utf-8")).key
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None

@@ -176,6 +176,6 @@ def merge(course: Course, roster: Roster, source: str, target: str) -> None:
     for lab in lab_names(course.root):
         paths = Lab(course, lab)
         History(paths.history).move(safe_key(source), safe_key(target))
-        stale = paths.results / f"{safe_key(source)}.json"
+        stale = paths.result_file(safe_key(source))
         if stale.is_file():
             stale.unlink()  # итог пересчитается при следующем grade — уже под новым ключом

@@ -13,14 +13,13 @@ import os
 import select
 import socket
 import time
-from pathlib import Path
 
 from autograde.judge.codec import FRAME_DEPTH, FRAME_NODES, HEADER, LimitError, frame, frame_size, loads
 from autograde.sandbox import Process
+from autograde.sandbox.policy import INSIDE_HOST
 
-INSIDE = Path(__file__).resolve().parents[1] / "judge"
-BRIDGE_SOURCE = ((INSIDE / "codec.py").read_text(encoding="utf-8") + "\n"
-                 + (INSIDE / "bridge.py").read_text(encoding="utf-8"))
+BRIDGE_SOURCE = ((INSIDE_HOST / "codec.py").read_text(encoding="utf-8") + "\n"
+                 + (INSIDE_HOST / "bridge.py").read_text(encoding="utf-8"))
 INSTALL_BRIDGE = ("import sys as _s, types as _t\n"
                   "_m = _t.ModuleType('_autograde_bridge')\n"
                   f"exec(compile({BRIDGE_SOURCE!r}, '<autograde>', 'exec'), _m.__dict__)\n"

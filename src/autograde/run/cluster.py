@@ -40,7 +40,8 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from autograde.course import CHECKOUT, Course, CourseError
-from autograde.run.worker import Context, Outcome, Task, grade, loaded
+from autograde.lab.task import Context, Outcome, Task, loaded
+from autograde.run.worker import grade
 from autograde.sandbox import check_sandbox
 from autograde.sandbox.policy import reference_package
 from autograde.store.results import works

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
+from autograde.lab.task import Context, Outcome, Task, loaded
 from autograde.render import feedback
-from autograde.run.worker import Context, Outcome, Task, grade, loaded
+from autograde.run.worker import grade
 
 IN_FLIGHT = 2  # работ в полёте на одного работника: один считает, следующая уже ждёт
 

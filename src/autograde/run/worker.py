@@ -9,12 +9,9 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
-import json
 import math
 import tempfile
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -25,60 +22,12 @@ from nbgrader import utils as nbutils
 from autograde.lab import scoring
 from autograde.lab.master import Master, gid
 from autograde.lab.notebook import REVIEW_PREFIX, SubmissionError, merge, read_submission, suspicious
-from autograde.lab.result import VERSION, Result
+from autograde.lab.result import Result
+from autograde.lab.task import Context, Outcome, Task
 from autograde.lab.verdict import RETRY, verdict
 from autograde.render import feedback, sanitize
 from autograde.run import execute
-from autograde.sandbox import Limits, SandboxError, start
-
-
-@dataclass
-class Task:
-    """Одна работа на проверку: версия сдачи и всё, что о ней известно при приёме."""
-
-    student: str
-    display_id: str
-    key: str
-    data: bytes | None
-    error: str | None = None
-    notes: list[str] = field(default_factory=list)
-    submitted_at: str = ""
-    deadline: str = ""
-    source: Path | None = None  # файл сдачи в истории: байты читаются, когда работа уходит работнику (loaded)
-
-
-def loaded(task: Task) -> Task:
-    """Задача с байтами сдачи: ``data`` из ``source``, если их ещё нет (так главный процесс не держит всю группу)."""
-    if task.data is not None or task.source is None:
-        return task
-    try:
-        data = task.source.read_bytes()
-    except OSError:
-        data = None
-    return dataclasses.replace(task, data=data, source=None)
-
-
-@dataclass
-class Context:
-    """Что нужно работнику для любой работы этой лабораторной."""
-
-    master: Master
-    limits: Limits
-    sandboxed: bool
-    kernel_args: tuple[str, ...]
-    release_files: dict[str, bytes]  # файлы задания рядом с ноутбуком: имя → содержимое
-    secrets: list[Path]
-    hide_reference: bool
-    late_penalty: str = "none"
-    late_penalty_per_day: float = 0.0
-    released_tests: dict = field(default_factory=dict)  # grade_id → тексты этой ячейки во всех выпусках
-
-
-@dataclass
-class Outcome:
-    result: Result
-    notebook: str  # очищенный проверенный ноутбук (JSON nbformat) — для autograded/ и formgrader
-    feedback: str  # HTML отзыва
+from autograde.sandbox import SandboxError, start
 
 
 def _empty_cells(master: Master) -> list[dict]:
@@ -220,14 +169,3 @@ def _execute(nb, ctx: Context, slot: int, student: str) -> execute.Execution:
             kernel.kill()
             for process in first:
                 process.kill()
-
-
-def task_key(ctx: Context, task: Task) -> str:
-    """Хеш всего, от чего зависит итог работы: если он тот же, работу не перепроверяем."""
-    h = hashlib.sha256()
-    h.update(json.dumps({"version": VERSION, "master": ctx.master.digest, "limits": dataclasses.asdict(ctx.limits),
-                         "sandbox": ctx.sandboxed, "notes": task.notes, "error": task.error, "display": task.display_id,
-                         "time": task.submitted_at, "deadline": task.deadline, "late": [ctx.late_penalty,
-                         ctx.late_penalty_per_day], "released": ctx.released_tests}, sort_keys=True).encode())
-    h.update(hashlib.sha256(loaded(task).data or b"").digest())
-    return h.hexdigest()

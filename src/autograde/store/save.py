@@ -3,10 +3,9 @@
 Итоги пишутся пачками (``Recorder``): файлы каждой работы — атомарно, по мере прихода; база оценок —
 одна транзакция на пачку; затем один ``os.sync()`` и, последними, файлы итогов. Итог — отметка «работа
 записана»: после ``kill -9`` в любой момент работа либо записана целиком (итог, ноутбуки, отзыв, строка
-базы), либо её итога нет и следующий запуск проверит её снова. ``record`` — проверка плана с полосой
-прогресса и запись по мере прихода; ``finish`` догоняет базу оценок до итогов, перерисовывает отзывы,
-где преподаватель поставил ручные баллы, добавляет замечания о письменных ответах, которые изменились
-после ручной проверки, и пишет CSV группы.
+базы), либо её итога нет и следующий запуск проверит её снова. ``finish`` догоняет базу оценок до
+итогов, перерисовывает отзывы, где преподаватель поставил ручные баллы, добавляет замечания о
+письменных ответах, которые изменились после ручной проверки, и пишет CSV группы.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import time
 from datetime import datetime, timezone
 
@@ -62,7 +60,7 @@ class Recorder:
             self.opened = time.monotonic()
         try:
             _write_files(self.lab, outcome)
-            gradebook.sync(self.gb, self.lab.name, result, nbgrader_time(result.submitted_at), self.lab.work / "manual")
+            gradebook.sync(self.gb, self.lab.name, result, nbgrader_time(result.submitted_at), self.lab.manual)
         except BaseException:
             self.broken = True
             raise
@@ -81,7 +79,7 @@ class Recorder:
             raise
         os.sync()  # ноутбуки и отзывы пачки — на диске раньше, чем итоги, которые говорят «записано»
         for result in self.pending:
-            atomic_write(self.lab.results / f"{result.student}.json", result.to_json(), durable=False)
+            atomic_write(self.lab.result_file(result.student), result.to_json(), durable=False)
         self.pending = []
 
     def __enter__(self) -> Recorder:
@@ -112,40 +110,6 @@ def _write_files(lab, outcome) -> None:
         shutil.rmtree(target)  # не сдано — отзыва нет (и старого тоже)
 
 
-def record(course, lab, ctx, plan, outcomes) -> int:
-    """Проверить работы плана (``outcomes`` — пул или кластер) и записать итоги пачками, с ними — строки
-    «не сдано». Вернуть, сколько работ проверено; по Ctrl+C записать готовое и выйти с кодом 130."""
-    from tqdm import tqdm
-
-    from autograde.run.worker import unexecuted
-
-    done, counts = 0, {}
-    bar = tqdm(total=len(plan.tasks), desc=lab.name, unit="раб", file=sys.stderr, dynamic_ncols=True,
-               disable=not plan.tasks)
-    try:
-        with gradebook.open_gradebook(course.db_url, course.course_id) as gb, Recorder(lab, gb) as recorder:
-            for task in plan.quiet:  # не сдал эту лабораторную: строка «не сдано», без отзыва
-                recorder.add(unexecuted(task, ctx, "not_submitted", "; ".join(task.notes + ["не сдано"])))
-            for task, outcome in outcomes(plan.tasks, ctx):
-                if isinstance(outcome, str):  # сбой самой проверки: не вина работы, следующий запуск повторит
-                    outcome = unexecuted(task, ctx, "error", f"внутренняя ошибка проверки ({outcome}): это не вина "
-                                         "работы — запустите проверку снова")
-                    outcome.result.key = ""
-                recorder.add(outcome)
-                done += 1
-                counts[outcome.result.status] = counts.get(outcome.result.status, 0) + 1
-                bar.set_postfix_str(" ".join(f"{s}={n}" for s, n in sorted(counts.items())), refresh=False)
-                bar.update(1)
-    except KeyboardInterrupt:
-        bar.close()
-        print(f"\nПрервано: проверено {done} из {len(plan.tasks)}. Запустите ту же команду — она продолжит.",
-              file=sys.stderr)
-        raise SystemExit(130) from None
-    finally:
-        bar.close()
-    return done
-
-
 def finish(course, lab, master) -> list[Result]:
     """Догнать базу до итогов (после kill -9 могла отстать), обновить отзывы с ручными баллами,
     добавить замечания о переоткрытых письменных ответах и записать CSV группы. Вернуть итоги группы."""
@@ -163,10 +127,10 @@ def finish(course, lab, master) -> list[Result]:
                 continue
             stored, manual[result.student] = known.get(result.student, (None, {}))
             if stored != {c["grade_id"]: c["score"] for c in result.cells}:
-                gradebook.sync(gb, lab.name, result, nbgrader_time(result.submitted_at), lab.work / "manual")
+                gradebook.sync(gb, lab.name, result, nbgrader_time(result.submitted_at), lab.manual)
                 notebook = gb.find_submission_notebook(lab.name, lab.name, result.student)
                 manual[result.student] = gradebook.manual_grades(gb, lab.name, notebook)
-            extra = gradebook.reopened(result, manual[result.student], lab.work / "manual")
+            extra = gradebook.reopened(result, manual[result.student], lab.manual)
             if extra:
                 result.message = "; ".join(filter(None, [result.message, *extra]))
             state = hashlib.sha256(json.dumps(sorted((k, list(v)) for k, v in manual[result.student].items()),
@@ -177,8 +141,8 @@ def finish(course, lab, master) -> list[Result]:
                 page = feedback.render(clean, master, student_id=result.display_id, result=result,
                                        manual=manual[result.student])
                 atomic_write(lab.feedback(result.student) / f"{lab.name}.html", page)
-                saved = Result.from_json((lab.results / f"{result.student}.json").read_text(encoding="utf-8"))
+                saved = Result.from_json(lab.result_file(result.student).read_text(encoding="utf-8"))
                 saved.feedback_state = state
-                atomic_write(lab.results / f"{result.student}.json", saved.to_json())
+                atomic_write(lab.result_file(result.student), saved.to_json())
     write_csv(lab.csv, results, manual)
     return results
