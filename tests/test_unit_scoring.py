@@ -1,4 +1,4 @@
-"""Баллы, итоги и опоздание напрямую: ``autograde/lab/scoring.py``, ``worker.late``/``unexecuted``/``task_key``, сроки в ``course.Settings``.
+"""Баллы, итоги и опоздание напрямую: ``autograde/lab/scoring.py`` (и ``late``), ``worker.unexecuted``, ``task.task_key``, сроки в ``course.Settings``.
 
 Исполненный ноутбук здесь собирается руками (выходы ячеек — как их записал бы проверяющий), так
 что ни ядро, ни судья, ни песочница не нужны. Эталон — крошечная лабораторная из tests/unit_lab.py:
@@ -20,10 +20,10 @@ from unit_lab import master, submitted
 
 from autograde.course import CourseError, Settings
 from autograde.lab.notebook import merge
-from autograde.lab.scoring import MESSAGE_LIMIT, cut, first_error, score
+from autograde.lab.scoring import MESSAGE_LIMIT, cut, first_error, late, score
 from autograde.lab.task import Context, Task, task_key
 from autograde.run.record import not_executed
-from autograde.run.worker import late, unexecuted
+from autograde.run.worker import unexecuted
 from autograde.sandbox import Limits
 
 TEST = 3  # номер ячейки test_f в собранном ноутбуке

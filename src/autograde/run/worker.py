@@ -9,10 +9,7 @@
 from __future__ import annotations
 
 import copy
-import hashlib
-import math
 import tempfile
-from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -59,20 +56,6 @@ def unexecuted(task: Task, ctx: Context, status: str, message: str) -> Outcome:
     return Outcome(result, nbformat.writes(clean), page)
 
 
-def late(task: Task, ctx: Context, score: float) -> tuple[float, float]:
-    """(часы опоздания, штраф в баллах) по времени сдачи LMS, сроку и политике курса."""
-    if not task.submitted_at or not task.deadline:
-        return 0.0, 0.0
-    hours = (datetime.fromisoformat(task.submitted_at) - datetime.fromisoformat(task.deadline)).total_seconds() / 3600
-    if hours <= 0:
-        return 0.0, 0.0
-    if ctx.late_penalty == "zero":
-        return hours, score
-    if ctx.late_penalty == "per_day":
-        return hours, round(min(score, score * ctx.late_penalty_per_day * math.ceil(hours / 24)), 4)
-    return hours, 0.0
-
-
 def grade(task: Task, ctx: Context, slot: int = 0) -> Outcome:
     """Проверить одну работу от разбора файла до отзыва. Пример: ``grade(task, ctx).result.score``."""
     master = ctx.master
@@ -91,14 +74,11 @@ def grade(task: Task, ctx: Context, slot: int = 0) -> Outcome:
     if review:
         message = "; ".join(filter(None, [message, f"{REVIEW_PREFIX}: {', '.join(review)} — посмотрите работу глазами"]))
     scores = scoring.score(nb, master)
-    _upstream(nb, scores)
+    scoring.explain_upstream(nb, scores)
     tests = [s for s in scores if s.kind == "test"]
     raw = sum(s.score for s in tests)
-    hours, penalty = late(task, ctx, raw)
-    manual_cells = [c for c in nb.cells if gid(c) and nbutils.is_solution(c) and master.by_id.get(gid(c)) is not None
-                    and not master.is_test(gid(c))]
-    answered = {gid(c): c.metadata["nbgrader"].get("checksum") != nbutils.compute_checksum(c) for c in manual_cells}
-    answers = {gid(c): hashlib.sha256(c.source.encode("utf-8")).hexdigest()[:16] for c in manual_cells}
+    hours, penalty = scoring.late(task, ctx, raw)
+    answered, answers = scoring.written_answers(nb, master)
     result = Result(task.student, task.display_id, master.lab, task.key, status, message, raw - penalty,
                     sum(s.max_score for s in tests), [s.to_dict() for s in scores], answered, answers, ctx.sandboxed,
                     [{"kind": e.kind, "cell": e.cell, "detail": e.detail} for e in execution.events],
@@ -111,18 +91,6 @@ def grade(task: Task, ctx: Context, slot: int = 0) -> Outcome:
         result.message = "; ".join(filter(None, [result.message, *cleaned]))
     page = feedback.render(clean, master, student_id=task.display_id, result=result)
     return Outcome(result, nbformat.writes(clean), page)
-
-
-def _upstream(nb, scores) -> None:
-    """Тест упал с NameError, потому что задание выше ещё не сделано (NotImplementedError): так и сказать."""
-    by_id = {s.grade_id: s for s in scores}
-    unfinished = False
-    for cell in nb.cells:
-        errors = [o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        unfinished = unfinished or "NotImplementedError" in errors
-        score = by_id.get(gid(cell))
-        if unfinished and score is not None and score.kind == "test" and score.message.startswith("NameError"):
-            score.message = f"не сделано: этой проверке нужны результаты заданий выше ({score.message})"
 
 
 def _trusted_markdown(cell, master: Master) -> bool:
