@@ -324,6 +324,44 @@ def test_setup_step_installs_the_course_into_a_fresh_environment_and_the_chapter
 
 
 @pytest.mark.slow
+def test_with_a_model_server_chapter_11_asks_the_model_over_what_ask_would_retrieve(tmp_path):
+    """Сайт собирается без сервера модели, и ячейки с моделью там пропускаются. Читатель с сервером (переменные из
+    таблицы главы 11) получает ответы модели, и модель видит то, что нашёл бы ask: поиск e5 с BM25 и воротами
+    отказа; вопрос, не прошедший ворота, до модели не доходит."""
+    import nbformat
+    from fakes import ENV, FakeServer
+    from nbformat.v4 import new_code_cell
+
+    page = ROOT / "book" / "11_generators.ipynb"
+    nb = nbformat.read(page, as_version=4)
+    probe = ("import json as _json\n"
+             "_asked = [q for q in (query, 'Какие расходы в командировке компания не возмещает?', no_answer)]\n"
+             "_hits = {q: e5_retriever.search(q, k=3, threshold=e5_calibration.threshold) for q in _asked}\n"
+             "print('PROBE' + _json.dumps([build_prompt(q, h) for q, h in _hits.items() if h], ensure_ascii=False))")
+    nb.cells.append(new_code_cell(probe))
+    executed = tmp_path / "executed.ipynb"
+    nbformat.write(nb, executed)
+    with FakeServer() as server:
+        env = {key: value for key, value in os.environ.items() if key not in ENV}
+        env.update(MINIRAG_BASE_URL=server.url + "/v1", MINIRAG_MODEL="qwen-test", NO_PROXY="127.0.0.1")
+        run = ("import nbformat, sys; from nbclient import NotebookClient; p = sys.argv[1]; "
+               "nb = nbformat.read(p, as_version=4); "
+               "NotebookClient(nb, timeout=600, resources={'metadata': {'path': sys.argv[2]}}).execute(); "
+               "nbformat.write(nb, p)")
+        result = subprocess.run([sys.executable, "-c", run, str(executed), str(ROOT / "book")], capture_output=True,
+                                text=True, env=env, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = nbformat.read(executed, as_version=4)
+    text = {c.id: "".join(o.get("text", "") for o in c.get("outputs", [])) for c in out.cells if c.cell_type == "code"}
+    assert "Подключено: OpenAI-совместимый сервер" in text["ch10-16"] and "модель qwen-test" in text["ch10-16"]
+    expected = json.loads(text[out.cells[-1].id].split("PROBE", 1)[1])
+    sent = [payload["messages"][0]["content"] for path, _, payload in server.requests if path == "/v1/chat/completions"]
+    assert expected and sent == expected, "модель должна получить промпты из поиска e5 с воротами, по одному на " \
+                                          f"вопрос, прошедший ворота: {len(expected)} ожидалось, {len(sent)} пришло"
+    assert text["ch10-18"].count("Ответ qwen-test [1].") == len(expected)
+
+
+@pytest.mark.slow
 def test_book_has_a_page_with_figures_and_no_errors_for_every_chapter(built_book):
     for page in toc_files():
         html_path = built_book / f"{page}.html"
