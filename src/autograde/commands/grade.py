@@ -1,6 +1,6 @@
 """Проверить всю группу: ``python -m autograde grade LAB --submissions PATH``.
 
-Стадии по порядку, каждая — один вызов отсюда:
+Стадии по порядку:
 1. план (intake/plan.py): ноутбуки из папки или zip LMS — в историю сдач (intake/submissions.py,
    intake/history.py), id из сдачи сводится к слушателю по списку группы (intake/roster.py); для
    каждого слушателя — самая новая версия по времени сдачи LMS; проверяется то, что изменилось с
@@ -114,8 +114,8 @@ def _run(args, course, lab, sandboxed: bool, engine) -> int:
         raise CourseError(f"Задание {args.lab} в базе оценок не совпадает с solutions/: {exc}") from exc
     settings = course.settings
     ctx = Context(master, _limits(course, args), sandboxed, settings.kernel_args, lab.release_files(),
-                         course.secrets(), lab.hide_reference, settings.late_penalty, settings.late_penalty_per_day,
-                         releases(lab.releases, master))
+                  course.secrets(), lab.hide_reference, settings.late_penalty, settings.late_penalty_per_day,
+                  releases(lab.releases, master))
     todo = plan(course, lab, ctx, args.submissions, args.student, args.force)
     if engine is None:
         outcomes, refused = functools.partial(pool.outcomes, workers=args.workers), ()
