@@ -43,7 +43,6 @@ MAX_NODES = 500_000  # значений JSON (строк выходов, яче�
 MAX_CELL = 256 * 1024  # байт текста (код или markdown) в одной ячейке: ответы лабораторных — единицы КБ
 MAX_TEXT = 2 * 1024 * 1024  # байт текста во всех ячейках вместе
 NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "grade_id": str}
-REVIEW_PREFIX = "подозрительные конструкции в решении"
 SUSPICIOUS = {  # конструкции, которыми подделывают проверку изнутри ядра: стоит взглянуть глазами
     r"\bget_ipython\b": "get_ipython",
     r"\binput_transformers": "input_transformers",

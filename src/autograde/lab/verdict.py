@@ -49,7 +49,10 @@ EVENTS = {  # событие исполнения → статус и сообщ
 }
 RETRY = {"startup", "judge"}  # сбой проверки, а не работы: следующий запуск перепроверит
 
-IDENTITY_PREFIX = "знакомое имя с новым номером LMS"  # замечание преподавателю (intake/roster.py): в отзыв не идёт
+# Замечания преподавателю в сообщении результата: в отзыв слушателю они не идут (render/feedback.py вырезает их).
+REVIEW_PREFIX = "подозрительные конструкции в решении"  # run/worker.py: решение стоит посмотреть глазами
+IDENTITY_PREFIX = "знакомое имя с новым номером LMS"  # intake/roster.py: сдача подписана именем из списка группы
+INSTRUCTOR_ONLY = (REVIEW_PREFIX, IDENTITY_PREFIX)
 
 
 def cell_name(nb, index: int) -> str:

@@ -19,12 +19,10 @@ from pathlib import Path
 from nbformat import NotebookNode
 
 from autograde.lab.master import HIDDEN_BEGIN, HIDDEN_END, Master, gid, hide_tests
-from autograde.lab.notebook import REVIEW_PREFIX
 from autograde.lab.result import Result, fmt
-from autograde.lab.verdict import IDENTITY_PREFIX
+from autograde.lab.verdict import INSTRUCTOR_ONLY
 from autograde.render.sanitize import printable, shown
 
-INSTRUCTOR_ONLY = (REVIEW_PREFIX, IDENTITY_PREFIX)  # части сообщения для преподавателя: в отзыве их нет
 PLACEHOLDER = "# … здесь скрытые тесты: их код не показывается …"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

@@ -18,10 +18,10 @@ from nbgrader import utils as nbutils
 
 from autograde.lab import scoring
 from autograde.lab.master import Master, gid
-from autograde.lab.notebook import REVIEW_PREFIX, SubmissionError, merge, read_submission, suspicious
+from autograde.lab.notebook import SubmissionError, merge, read_submission, suspicious
 from autograde.lab.result import Result
 from autograde.lab.task import Context, Outcome, Task
-from autograde.lab.verdict import RETRY, verdict
+from autograde.lab.verdict import RETRY, REVIEW_PREFIX, verdict
 from autograde.render import feedback, sanitize
 from autograde.run import execute
 from autograde.sandbox import SandboxError, start
