@@ -29,6 +29,11 @@
    вопрос, все слова которого есть в корпусе, проходит без порога косинуса) и доля слов, с которой предложение идёт
    в ответ (``ExtractiveGenerator(least=…)``). Правило — как в части 2, и ещё: не больше одного ответа на вопросы
    соседней области в каждой части. Выбранное записано в ``minirag.defaults.ASK_SETTINGS["e5"]``.
+2г. **Потолок признаков отказа** (``--only ceiling``): при умолчаниях e5 на dev-частях — куда теряются ответы (отказ
+   ворот поиска, отказ генератора, ответ без факта) и сколько вопросов с ответом прошло бы лучшую прямую на плоскости
+   «доля веса слов вопроса в лучшем предложении, косинус e5 вопроса с лучшим предложением», выбранную по самим
+   dev-вопросам (все из другой области — отказ, из соседней — не больше одного ответа в части). Это потолок двух
+   признаков, а не настройка: ничего из него не записывается в умолчания.
 3. **Итог** через командную строку (``python -m minirag index`` и ``ask``, их умолчания) на test-корпусах, на
    которых ничего не подбиралось: ``benchmarks/ask_corpora/volna`` — документы вымышленного спорткомплекса
    «Волна», ``benchmarks/ask_corpora/sosnovy_bor`` — документы вымышленной управляющей компании жилого
@@ -44,7 +49,7 @@
 
 Запуск из корня репозитория: ``python benchmarks/bench_ask.py`` (``--skip-baseline`` — без
 прежних версий, ``--only final`` — только итог, ``--only e5 --write-measured`` — часть 1б и её dev-числа в
-``src/minirag/demo/measured.json``, ``--only e5answer`` — часть 2в). Код выхода 1, если умолчания библиотеки не
+``src/minirag/demo/measured.json``, ``--only e5answer`` — часть 2в, ``--only ceiling`` — часть 2г). Код выхода 1, если умолчания библиотеки не
 совпали с выбранными на dev или итог на каком-нибудь test-корпусе не достиг цели (факт в ≥ 70 % ответов, в
 первом предложении — в ≥ 55 %, отказ на всех вопросах из другой области, ответ — не больше чем на один вопрос
 из соседней).
@@ -170,7 +175,8 @@ def _export_folder(name: str):
 CORPORA = {"demo": export_demo_corpus, "book": export_book_corpus, "course_docs": export_course_docs,
            "wiki": _export_folder("wiki"), "kedr": _export_folder("kedr"),
            "kamerton": _export_folder("kamerton"), "vetklinika": _export_folder("vetklinika"),
-           "volna": _export_folder("volna"), "sosnovy_bor": _export_folder("sosnovy_bor"), "gayka": _export_folder("gayka")}
+           "volna": _export_folder("volna"), "sosnovy_bor": _export_folder("sosnovy_bor"), "gayka": _export_folder("gayka"),
+           "biblioteki": _export_folder("biblioteki")}
 
 
 def export_corpus(name: str, workdir: Path) -> Path:
@@ -533,6 +539,67 @@ def best_e5_answer(rows: list[dict]) -> dict:
                                               -r["familiar"], r["least"]))
 
 
+# ---------- 2г. потолок признаков отказа ----------
+# Куда теряются ответы при умолчаниях e5 и сколько их можно вернуть, не читая вопрос и предложение вместе. Признаки,
+# которые есть у каждого вопроса, прошедшего ворота поиска: доля веса слов вопроса в лучшем предложении найденных
+# чанков (то, что сравнивает генератор) и косинус e5 вопроса с лучшим из этих предложений. Прямая на этой плоскости
+# (доля + наклон × косинус выше, чем у каждого вопроса из другой области) выбирается по самим dev-вопросам — это
+# потолок, а не настройка: на слепом корпусе прямая, выбранная заранее, даст не больше.
+CEILING_SLOPES = tuple(np.arange(0.0, 15.01, 0.5))
+
+
+def ceiling_table(workdir: Path) -> dict:
+    """Dev-части на индексе e5 с умолчаниями командной строки: по частям — вопросы с ответом, отвеченные с фактом,
+    отказ ворот поиска, отказ генератора (и у скольких из отказанных факт был в предложениях найденных чанков), ответ
+    без факта; затем лучшая прямая на плоскости «доля слов, косинус лучшего предложения» (``CEILING_SLOPES``)."""
+    from minirag import REFUSAL, E5Embedder, ExtractiveGenerator, Index, Retriever, load_folder
+    from minirag.defaults import DEFAULT_K, ask_calibration, ask_settings, default_method
+    from minirag.embed import embed_documents, embed_queries
+    from minirag.sentences import candidate_sentences
+    from minirag.terms import about_code
+
+    settings, parts, points = ask_settings("e5"), {}, []
+    for part in questions()["dev"]:
+        docs = load_folder(export_corpus(part["corpus"], workdir)).docs
+        index = Index.build(docs, _Memo(E5Embedder(threads=os.cpu_count() or 1)), headers=True)
+        calibration = ask_calibration(index, "e5")
+        retriever = Retriever(index, default_method("e5"), evidence=calibration.evidence, familiar=settings["familiar"])
+        generator = ExtractiveGenerator(index.embedder, weights=retriever.term_weights, least=settings["least"])
+        row = dict.fromkeys(("n_facts", "facts", "gate", "generator", "refused_held", "wrong"), 0)
+        kinds = [(f["question"], f["fact"]) for f in part["facts"]] + [(q, "off") for q in part["off_topic"]] \
+            + [(q, "neighbour") for q in part["neighbour_topic"]]
+        for question, fact in kinds:
+            hits = retriever.search(question, k=DEFAULT_K)
+            passed = bool(retriever.search(question, k=DEFAULT_K, threshold=calibration.threshold))
+            said = generator.answer_from(question, hits) if passed else REFUSAL
+            sentences = [s for hit in hits for s in candidate_sentences(hit.text.strip(), code=about_code(question))]
+            if passed:
+                closeness = embed_documents(index.embedder, sentences) @ embed_queries(index.embedder, [question])[0] \
+                    if sentences else np.zeros(1)
+                points.append({"corpus": part["corpus"], "kind": fact if isinstance(fact, str) else "fact",
+                               "share": retriever.evidence_of(question, hits), "cosine": float(closeness.max()),
+                               "held": not isinstance(fact, str) and any(holds(s, fact) for s in sentences)})
+            if isinstance(fact, str):
+                continue
+            row["n_facts"] += 1
+            if said == REFUSAL:
+                row["gate" if not passed else "generator"] += 1
+                row["refused_held"] += any(holds(s, fact) for s in sentences)
+            else:
+                row["facts" if holds(said, fact) else "wrong"] += 1
+        parts[part["corpus"]] = row
+    lines = []
+    for slope in CEILING_SLOPES:
+        score = [p["share"] + slope * p["cosine"] for p in points]
+        line = max(s for s, p in zip(score, points) if p["kind"] == "off")
+        above = [p for s, p in zip(score, points) if s > line]
+        neighbours = {name: sum(p["corpus"] == name and p["kind"] == "neighbour" for p in above) for name in parts}
+        lines.append({"slope": float(slope), "answered": sum(p["kind"] == "fact" for p in above),
+                      "held": sum(p["held"] for p in above), "neighbours": max(neighbours.values())})
+    calm = [r for r in lines if r["neighbours"] <= GOAL_NEIGHBOURS]
+    return {"parts": parts, "lines": lines, "best": max(calm or lines, key=lambda r: (r["answered"], r["held"]))}
+
+
 # ---------- 3. итог через командную строку ----------
 _ANSWER_RE = re.compile(r"^Ответ \([^)]*\):\n  (.*)$", re.MULTILINE)
 
@@ -685,7 +752,7 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", nargs="+", default=list(BASELINES),
                         help="коммиты прежних версий (по умолчанию %(default)s)")
     parser.add_argument("--skip-baseline", action="store_true", help="не мерить прежние версии")
-    parser.add_argument("--only", choices=("retrieval", "e5", "answer", "e5answer", "final"), help="только одна часть")
+    parser.add_argument("--only", choices=("retrieval", "e5", "answer", "e5answer", "ceiling", "final"), help="только одна часть")
     parser.add_argument("--corpus", action="append", choices=[p["corpus"] for p in questions()["test"]],
                         help="итог только на этом test-корпусе (можно несколько раз)")
     parser.add_argument("--write-measured", action="store_true",
@@ -782,6 +849,26 @@ def main(argv=None) -> int:
             got = {key: ask_settings("e5")[key] for key in E5_GRID}
             if got != {key: e5_chosen[key] for key in E5_GRID}:
                 failures.append(f"ASK_SETTINGS['e5'] = {got} не совпадают с выбранными на dev")
+        if args.only in (None, "ceiling") and _e5_works():
+            print("2г. Потолок: куда теряются ответы при умолчаниях e5 и лучшая прямая «доля слов, косинус», выбранная "
+                  "по самим dev-вопросам\n")
+            ceiling = ceiling_table(workdir)
+            print("часть          с ответом  факт  отказ ворот  отказ генератора  (факт был в найденном)  без факта")
+            for name, p in ceiling["parts"].items():
+                print(f"{name:14s} {p['n_facts']:9d} {p['facts']:5d} {p['gate']:12d} {p['generator']:17d} "
+                      f"{p['refused_held']:23d} {p['wrong']:10d}")
+            total = {key: sum(p[key] for p in ceiling["parts"].values()) for key in next(iter(ceiling["parts"].values()))}
+            print(f"{'всего':14s} {total['n_facts']:9d} {total['facts']:5d} {total['gate']:12d} {total['generator']:17d} "
+                  f"{total['refused_held']:23d} {total['wrong']:10d}\n")
+            for r in ceiling["lines"]:
+                print(f"  наклон {r['slope']:<4g}: прошли бы {r['answered']} вопросов с ответом (факт в найденном у "
+                      f"{r['held']}), соседних — до {r['neighbours']} в части")
+            best = ceiling["best"]
+            print(f"\nЛучшая прямая (наклон {best['slope']:g}, все вопросы из другой области — отказ, соседних не больше "
+                  f"{GOAL_NEIGHBOURS} в части): прошли бы {best['answered']} из {total['n_facts']} вопросов с ответом "
+                  f"({best['answered'] / total['n_facts']:.0%}), факт в найденном у {best['held']} "
+                  f"({best['held'] / total['n_facts']:.0%}) — сейчас факт в ответе у {total['facts']} "
+                  f"({total['facts'] / total['n_facts']:.0%})\n")
         failures += _check_defaults(best_search, chosen)
         if args.only in (None, "final"):
             for part in [p for p in questions()["test"] if not args.corpus or p["corpus"] in args.corpus]:
