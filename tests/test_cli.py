@@ -12,7 +12,18 @@ from pathlib import Path
 import pytest
 from fakes import ENV, FakeServer, dead_url
 
-from minirag import E5Embedder, HashEmbedder, Index, NavecEmbedder, evaluate, hybrid_search, index_bm25, store, tokenize
+from minirag import (
+    E5Embedder,
+    HashEmbedder,
+    Index,
+    NavecEmbedder,
+    Retriever,
+    evaluate,
+    hybrid_search,
+    index_bm25,
+    store,
+    tokenize,
+)
 from minirag.__main__ import main
 from minirag.calibrate import EVIDENCE_QUANTILE, QUANTILE, Calibration
 from minirag.data import DEMO_DEV, DEMO_DOCS
@@ -234,6 +245,33 @@ def test_a_refusal_never_reads_as_a_score_below_an_equal_threshold(tmp_path):
     out = run("ask", query, "--index", str(path)).stdout
     found = re.search(r"Не найдено: лучший чанк \((0\.\d+)\) ниже порога (0\.\d+)", out)
     assert found and float(found.group(1)) < float(found.group(2)), out
+
+
+def test_a_refusal_names_the_question_words_the_documents_lack_and_what_came_closest():
+    """Отказ из-за разговорного слова («новенькому», «компьютер» — в документах «новый сотрудник», «ноутбук»):
+    под ним — эти слова и ближайшие чанки; вопрос словами документов получает ответ и подсказки не печатает."""
+    out = run("ask", "Когда новенькому дают компьютер?", "--embedder", "hash").stdout
+    assert "Ответ (extractive):\n  В контексте ответа нет." in out
+    assert "Этих слов вопроса нет в документах ни в какой форме: «новенькому», «компьютер»." in out, out
+    closest = out[out.index("Ближе всего, хоть и не прошло ворота:"):out.index("Этих слов")]
+    assert "laptop-issue, чанк 1 — Рабочий ноутбук" in closest and closest.count("  [") == 3, out
+    assert "добавь --threshold -1." in out
+    # слово с другим окончанием корпус знает: «отпуска» — это «отпуск»
+    said = run("ask", "Когда новому сотруднику выдают ноутбук?", "--embedder", "hash").stdout
+    assert "в первый рабочий день в кабинете 214" in said and "Этих слов" not in said and "Ближе всего" not in said
+
+
+def test_a_question_none_of_whose_words_the_documents_know_is_told_so_without_near_misses():
+    out = run("ask", "Как сварить гречневую кашу на воде?", "--embedder", "hash").stdout
+    assert "В контексте ответа нет." in out
+    assert "Ни одного слова вопроса нет в документах ни в какой форме: вопрос, похоже, не о них." in out
+    assert "Ближе всего" not in out and "Этих слов" not in out
+
+
+def test_unknown_words_ignore_endings_and_keep_the_question_order():
+    retriever = Retriever(Index.build(DEMO_DOCS, HashEmbedder(), headers=True))
+    assert retriever.unknown_words("Сколько дней отпуска дают новенькому на Марсе?") == ["новенькому", "марсе"]
+    assert retriever.unknown_words("Сколько дней длится ежегодный отпуск?") == []
 
 
 def test_the_answer_comes_first_and_the_sources_it_was_taken_from_below_it():

@@ -50,6 +50,7 @@ from .loaders import load_folder
 from .prompt import build_prompt
 from .remote import OllamaChat, OpenAIChat
 from .retrieve import METHODS, Retriever
+from .terms import question_terms
 from .text import tokenize
 from .topk import SCORE_TOLERANCE
 
@@ -203,7 +204,26 @@ def _cmd_ask(args) -> int:
     for hit in result.hits:
         print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
         print(f"      {' '.join(hit.text.split())}")
+    if result.citations.refusal and len(index):
+        _refusal_hint(retriever, result, args.k)
     return 0
+
+
+def _refusal_hint(retriever: Retriever, result, k: int) -> None:
+    """Под отказом: незнакомые корпусу слова вопроса и что ближе всего — чтобы спросить словами документов."""
+    unknown = retriever.unknown_words(result.query)
+    if unknown and len(unknown) == len(question_terms(result.query)):
+        print("\nНи одного слова вопроса нет в документах ни в какой форме: вопрос, похоже, не о них.")
+        return
+    if not result.hits:
+        print("\nБлиже всего, хоть и не прошло ворота:")
+        for hit in retriever.search(result.query, k=min(k, 3)):
+            print(f"  [{hit.rank}] {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
+    if unknown:
+        print(f"\nЭтих слов вопроса нет в документах ни в какой форме: {', '.join(f'«{w}»' for w in unknown)}. Такое "
+              f"слово весит больше всех и тянет к отказу: если ответ в документах есть, спроси их словами.")
+    if not result.hits:
+        print("Без ворот поиска (отказать сможет только генератор): добавь --threshold -1.")
 
 
 _EMBEDDER_HELP = (

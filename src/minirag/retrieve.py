@@ -26,7 +26,7 @@ from functools import cached_property
 from .hybrid import hybrid_search, index_bm25
 from .index import Index, require_index
 from .terms import TermWeights, best_coverage, question_terms
-from .text import tokenize
+from .text import stem_token, tokenize
 from .topk import top_k
 from .types import Hit, renumber
 from .validate import require_choice, require_k, require_number, require_threshold
@@ -79,6 +79,19 @@ class Retriever:
     def knows(self, query: str) -> bool:
         """Пропустят ли вопрос третьи ворота: ``familiar`` задан и все слова вопроса есть в корпусе."""
         return self.familiar and self.term_weights.knows_all(question_terms(query))
+
+    def unknown_words(self, query: str) -> list[str]:
+        """Слова вопроса, как они в нём написаны, которых нет ни в одном чанке корпуса и с другим окончанием.
+
+        Такое слово весит в доле слов больше всех (``TermWeights``): из-за разговорного «заселяться», когда в
+        документах «заселение», честный вопрос получает отказ. Подсказка пользователю: спроси словами документов.
+        Пример: ``Retriever(index).unknown_words("Сколько дней длится отпуск на Марсе?")`` → ``['марсе']`` (слова — как их
+        отдаёт ``tokenize``: строчными).
+        Глава 12. Переписать запрос: HyDE, расширение и командная строка.
+        """
+        terms = set(question_terms(query))
+        words = [word for word in tokenize(query) if stem_token(word) in terms]
+        return list(dict.fromkeys(word for word in words if not self.term_weights.knows_all([stem_token(word)])))
 
     def evidence_of(self, query: str, hits: list[Hit]) -> float:
         """Доля веса слов вопроса в лучшем предложении чанков ``hits`` (то, что сравнивается с ``evidence``)."""
