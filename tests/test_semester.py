@@ -82,6 +82,12 @@ def test_a_semester_with_two_labs_and_a_roster(tmp_path):
     manual_grade(course, "anna", "why_cosine", 1, "мало про нормализацию")
     cli("grade", LAB1, "--course", course, *LIMITS)
     assert read_csv(course / "autograde" / "grades" / f"{LAB1}.csv")["Анна Смирнова"]["manual_pending"] == "0"
+    page = course / "autograde" / "feedback" / "anna" / LAB1 / f"{LAB1}.html"  # отзыв перерисован с ручным баллом
+    assert "проверено преподавателем" in page.read_text(encoding="utf-8")
+    assert "мало про нормализацию" in page.read_text(encoding="utf-8")
+    stamp = page.stat().st_mtime_ns
+    cli("grade", LAB1, "--course", course, *LIMITS)
+    assert page.stat().st_mtime_ns == stamp  # ручные баллы те же — отзыв не перерисовывается
 
     # 3. Анна пересдала с новым ответом: ручная проверка открыта заново, прежняя оценка не прилипла
     time.sleep(1.1)  # новая версия — новее по времени файла

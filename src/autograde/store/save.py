@@ -113,36 +113,52 @@ def _write_files(lab, outcome) -> None:
 def finish(course, lab, master) -> list[Result]:
     """Догнать базу до итогов (после kill -9 могла отстать), обновить отзывы с ручными баллами,
     добавить замечания о переоткрытых письменных ответах и записать CSV группы. Вернуть итоги группы."""
+    results = load(lab.results)
+    with gradebook.open_gradebook(course.db_url, course.course_id) as gb:
+        manual = _catch_up(gb, lab, results)
+    for result in results:
+        if manual[result.student]:
+            _refresh_feedback(lab, master, result, manual[result.student])
+    write_csv(lab.csv, results, manual)
+    return results
+
+
+def _catch_up(gb, lab, results: list[Result]) -> dict[str, dict]:
+    """База оценок — до итогов: строка работы, чьи баллы в базе не те, пишется заново; ручные баллы каждой работы
+    (слушатель → {ячейка: балл}); к сообщению итога — замечания о письменных ответах, изменённых после ручной
+    проверки."""
+    known = gradebook.stored(gb, lab.name)  # вся лабораторная — двумя запросами, не по запросу на работу
+    manual = {}
+    for result in results:
+        if not result.counted:
+            manual[result.student] = {}
+            continue
+        stored, manual[result.student] = known.get(result.student, (None, {}))
+        if stored != {c["grade_id"]: c["score"] for c in result.cells}:
+            gradebook.sync(gb, lab.name, result, nbgrader_time(result.submitted_at), lab.manual)
+            notebook = gb.find_submission_notebook(lab.name, lab.name, result.student)
+            manual[result.student] = gradebook.manual_grades(gb, lab.name, notebook)
+        extra = gradebook.reopened(result, manual[result.student], lab.manual)
+        if extra:
+            result.message = "; ".join(filter(None, [result.message, *extra]))
+    return manual
+
+
+def _refresh_feedback(lab, master, result: Result, manual: dict) -> None:
+    """Отзыв с ручными баллами преподавателя — перерисовать, если баллы изменились с прошлого отзыва (их отпечаток
+    хранится в итоге как ``feedback_state``)."""
     import nbformat
 
     from autograde.render import feedback
 
-    results = load(lab.results)
-    manual = {}
-    with gradebook.open_gradebook(course.db_url, course.course_id) as gb:
-        known = gradebook.stored(gb, lab.name)  # вся лабораторная — двумя запросами, не по запросу на работу
-        for result in results:
-            if not result.counted:
-                manual[result.student] = {}
-                continue
-            stored, manual[result.student] = known.get(result.student, (None, {}))
-            if stored != {c["grade_id"]: c["score"] for c in result.cells}:
-                gradebook.sync(gb, lab.name, result, nbgrader_time(result.submitted_at), lab.manual)
-                notebook = gb.find_submission_notebook(lab.name, lab.name, result.student)
-                manual[result.student] = gradebook.manual_grades(gb, lab.name, notebook)
-            extra = gradebook.reopened(result, manual[result.student], lab.manual)
-            if extra:
-                result.message = "; ".join(filter(None, [result.message, *extra]))
-            state = hashlib.sha256(json.dumps(sorted((k, list(v)) for k, v in manual[result.student].items()),
-                                              ensure_ascii=False).encode()).hexdigest()[:16]
-            path = lab.autograded(result.student) / f"{lab.name}.ipynb"
-            if manual[result.student] and result.feedback_state != state and not result.unexecuted and path.is_file():
-                clean = nbformat.read(path, as_version=4)
-                page = feedback.render(clean, master, student_id=result.display_id, result=result,
-                                       manual=manual[result.student])
-                atomic_write(lab.feedback(result.student) / f"{lab.name}.html", page)
-                saved = Result.from_json(lab.result_file(result.student).read_text(encoding="utf-8"))
-                saved.feedback_state = state
-                atomic_write(lab.result_file(result.student), saved.to_json())
-    write_csv(lab.csv, results, manual)
-    return results
+    state = hashlib.sha256(json.dumps(sorted((k, list(v)) for k, v in manual.items()),
+                                      ensure_ascii=False).encode()).hexdigest()[:16]
+    path = lab.autograded(result.student) / f"{lab.name}.ipynb"
+    if result.feedback_state == state or result.unexecuted or not path.is_file():
+        return
+    clean = nbformat.read(path, as_version=4)
+    page = feedback.render(clean, master, student_id=result.display_id, result=result, manual=manual)
+    atomic_write(lab.feedback(result.student) / f"{lab.name}.html", page)
+    saved = Result.from_json(lab.result_file(result.student).read_text(encoding="utf-8"))
+    saved.feedback_state = state
+    atomic_write(lab.result_file(result.student), saved.to_json())
