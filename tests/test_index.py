@@ -169,14 +169,24 @@ def test_querying_with_another_embedder_raises_mismatch():
         index.search("отпуск")
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "повреждён"), (b"not a zip at all", "повреждён"), (b"PK\x03\x04truncated", "повреждён"),
-])
-def test_corrupt_files_are_rejected(tmp_path, content, message):
+@pytest.mark.parametrize("content", [b"", b"not a zip at all", b"PK\x03\x04truncated"])
+def test_corrupt_files_are_rejected_in_russian_without_python_exception_names(tmp_path, content):
     path = tmp_path / "bad.minirag"
     path.write_bytes(content)
-    with pytest.raises(MiniRagError, match=message):
+    with pytest.raises(MiniRagError, match="повреждён или это не индекс minirag: это не zip-архив") as caught:
         Index.load(path)
+    assert "BadZipFile" not in str(caught.value) and "Перестрой индекс" in str(caught.value)
+
+
+def test_an_index_archive_missing_a_part_names_the_part(index, tmp_path):
+    whole = index.save(tmp_path / "whole.minirag")
+    part = tmp_path / "part.minirag"
+    with zipfile.ZipFile(whole) as source, zipfile.ZipFile(part, "w") as target:
+        for name in source.namelist():
+            if name != "vectors.npy":
+                target.writestr(name, source.read(name))
+    with pytest.raises(MiniRagError, match="в архиве нет части 'vectors.npy'"):
+        Index.load(part)
 
 
 def test_truncated_index_file_is_rejected(index, tmp_path):

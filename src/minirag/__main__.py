@@ -23,7 +23,9 @@ k лучших чанков с цитатами (``Retriever``, ``ExtractiveGene
 
 from __future__ import annotations
 
+import os
 import sys
+from textwrap import shorten
 
 from . import store
 from .argparse_ru import Parser, UsageError, cosine_value, positive_int
@@ -50,7 +52,6 @@ from .loaders import load_folder
 from .prompt import build_prompt
 from .remote import OllamaChat, OpenAIChat
 from .retrieve import METHODS, Retriever
-from .terms import question_terms
 from .text import tokenize
 from .topk import SCORE_TOLERANCE
 
@@ -77,10 +78,6 @@ def demo() -> int:
     return 0
 
 
-def _embedder(name: str):
-    return EMBEDDERS[name]()
-
-
 def _chosen_embedder(name: str | None) -> str:
     """Имя из ``--embedder`` или умолчание; без e5 — одна строка в stderr, почему взят другой."""
     if name is not None:
@@ -98,7 +95,7 @@ def _cmd_index(args) -> int:
         raise MiniRagError(f"В папке {args.folder} нет ни одного читаемого документа: положи туда .txt, .md, "
                            f".csv, .html, .pdf или .docx.")
     args.embedder = _chosen_embedder(args.embedder)
-    index = Index.build(report.docs, _embedder(args.embedder), lambda text: chunk_text(text, args.max_chars),
+    index = Index.build(report.docs, EMBEDDERS[args.embedder](), lambda text: chunk_text(text, args.max_chars),
                         headers=True, progress=sys.stderr.isatty())
     if sys.stderr.isatty():  # на больших корпусах калибровка идёт секунды: пусть будет видно, что идёт
         print("Калибрую пороги отказа по вопросам не о корпусе…", file=sys.stderr)
@@ -117,7 +114,7 @@ def _load(args) -> tuple[Index, str, Calibration | None, str]:
     """Индекс из ``--index`` (эмбеддер — из файла, если не задан) или демо-корпус; его калибровка и имя эмбеддера."""
     if not args.index:
         name = _chosen_embedder(args.embedder)
-        index, calibration = demo_index(name, _embedder(name), cache=name in LOCAL, progress=sys.stderr.isatty())
+        index, calibration = demo_index(name, EMBEDDERS[name](), cache=name in LOCAL, progress=sys.stderr.isatty())
         return index, "демо-корпус", calibration, name
     meta = store.read_meta(args.index)
     name = args.embedder or meta.get("embedder", OLD_INDEX_EMBEDDER)
@@ -125,7 +122,7 @@ def _load(args) -> tuple[Index, str, Calibration | None, str]:
         raise MiniRagError(f"Индекс {args.index} построен эмбеддером «{name}», которого эта версия не знает: "
                            f"перестрой индекс командой python -m minirag index.")
     calibration = Calibration.from_dict(meta["calibration"]) if "calibration" in meta else None
-    return Index.load(args.index, _embedder(name)), args.index, calibration, name
+    return Index.load(args.index, EMBEDDERS[name]()), args.index, calibration, name
 
 
 def _below(best: float, threshold: float) -> tuple[str, str]:
@@ -138,8 +135,8 @@ def _below(best: float, threshold: float) -> tuple[str, str]:
 
 def _cmd_ask(args) -> int:
     if not tokenize(args.query):
-        raise MiniRagError('В вопросе нет ни одного слова: напиши его в кавычках, например python -m minirag ask '
-                           '"Сколько дней длится отпуск?".')
+        raise MiniRagError('В вопросе нет ни одного слова — только знаки или пробелы. Спроси словами, например '
+                           'python -m minirag ask "Сколько дней длится отпуск?" (вопрос из нескольких слов — в кавычках).')
     chats = {"extractive": lambda: None, "openai": OpenAIChat, "ollama": OllamaChat}
     generator = chats[args.generator]()  # None — экстрактивный; ошибка настройки — до долгой загрузки индекса
     index, source, calibration, name = _load(args)
@@ -162,7 +159,7 @@ def _cmd_ask(args) -> int:
     shown = "нет" if threshold is None else f"{threshold:.3f}"
     print(f"Индекс: {source} — документов {len(index.docs)}, чанков {len(index)}, {index.fingerprint}")
     print(f"Порог: {shown} ({about})")
-    print(f"Вопрос: {result.query}\n")
+    print(f"Вопрос: {shorten(result.query, 300, placeholder=' …')}\n")
     # сначала ответ — его и спрашивали; под ним — откуда он: ворота и найденные чанки
     label = "запасной, экстрактивный: генератор не ответил" if result.fallback else args.generator
     print(f"Ответ ({label}):\n  {result.text}\n")
@@ -204,26 +201,11 @@ def _cmd_ask(args) -> int:
     for hit in result.hits:
         print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
         print(f"      {' '.join(hit.text.split())}")
-    if result.citations.refusal and len(index):
-        _refusal_hint(retriever, result, args.k)
+    hint = retriever.refusal_hint(result.query, result.hits, k=min(args.k, 3)) \
+        if result.citations.refusal and len(index) else ""
+    if hint:
+        print(hint)
     return 0
-
-
-def _refusal_hint(retriever: Retriever, result, k: int) -> None:
-    """Под отказом: незнакомые корпусу слова вопроса и что ближе всего — чтобы спросить словами документов."""
-    unknown = retriever.unknown_words(result.query)
-    if unknown and len(unknown) == len(question_terms(result.query)):
-        print("\nНи одного слова вопроса нет в документах ни в какой форме: вопрос, похоже, не о них.")
-        return
-    if not result.hits:
-        print("\nБлиже всего, хоть и не прошло ворота:")
-        for hit in retriever.search(result.query, k=min(k, 3)):
-            print(f"  [{hit.rank}] {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
-    if unknown:
-        print(f"\nЭтих слов вопроса нет в документах ни в какой форме: {', '.join(f'«{w}»' for w in unknown)}. Такое "
-              f"слово весит больше всех и тянет к отказу: если ответ в документах есть, спроси их словами.")
-    if not result.hits:
-        print("Без ворот поиска (отказать сможет только генератор): добавь --threshold -1.")
 
 
 _EMBEDDER_HELP = (
@@ -260,7 +242,8 @@ def _parser() -> Parser:
                      help="порог косинуса лучшего чанка: ниже — отказ, выше — ответ по k лучшим; по умолчанию — "
                           "порог, калиброванный командой index (у демо-корпуса — сразу), и вторые ворота из той же "
                           "калибровки: вопрос ниже порога проходит, если его слова нашлись в одном предложении; "
-                          "заданный здесь порог решает один, без вторых ворот; -1 — без порога")
+                          "заданный здесь порог решает за поиск один, без вторых ворот (отказать может и генератор, "
+                          "если ни в одном предложении нет слов вопроса); -1 — без порога")
     ask.add_argument("--method", choices=METHODS,
                      help=f"поиск: cosine, bm25 или hybrid (оба, слитые RRF); по умолчанию — лучший на dev для "
                           f"эмбеддера индекса: у e5 — {default_method('e5')}, у hash — {default_method('hash')} "
@@ -294,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Прервано.", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # вывод ушёл в head, и тот закрылся раньше: не ошибка (и без трассировки при выходе)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 
 from .hybrid import hybrid_search, index_bm25
@@ -92,6 +93,30 @@ class Retriever:
         terms = set(question_terms(query))
         words = [word for word in tokenize(query) if stem_token(word) in terms]
         return list(dict.fromkeys(word for word in words if not self.term_weights.knows_all([stem_token(word)])))
+
+    def refusal_hint(self, query: str, hits: Sequence[Hit], k: int = 3) -> str:
+        """Что сказать под отказом на ``query``: слова вопроса, которых нет в корпусе, и — если ворота ничего не
+        отдали (``hits`` пуст) — ``k`` ближайших чанков с началом текста; всё незнакомо — что вопрос не о корпусе.
+
+        Пример: ``Retriever(index).refusal_hint("Как сварить кашу?", []).strip()`` → ``'Ни одного слова вопроса нет…``.
+        Глава 12. Переписать запрос: HyDE, расширение и командная строка.
+        """
+        unknown = self.unknown_words(query)
+        if unknown and len(unknown) == len(question_terms(query)):
+            return "\nНи одного слова вопроса нет в документах ни в какой форме: вопрос, похоже, не о них."
+        lines = []
+        if not hits:
+            lines.append("\nБлиже всего, хоть и не прошли ворота:")
+            for hit in self.search(query, k=k):
+                text = " ".join(hit.text.split())
+                lines += [f"  [{hit.rank}] {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}",
+                          f"      {text[:160]}{'…' if len(text) > 160 else ''}"]
+        if unknown:
+            this, such = ("Этого слова", "Такое слово весит больше всех и тянет") if len(unknown) == 1 else \
+                ("Этих слов", "Такие слова весят больше всех и тянут")
+            lines.append(f"\n{this} вопроса нет в документах ни в какой форме: {', '.join(f'«{w}»' for w in unknown)}. "
+                         f"{such} к отказу: если ответ в документах есть, спроси их словами.")
+        return "\n".join(lines)
 
     def evidence_of(self, query: str, hits: list[Hit]) -> float:
         """Доля веса слов вопроса в лучшем предложении чанков ``hits`` (то, что сравнивается с ``evidence``)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -111,7 +112,7 @@ def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.
     except MiniRagError:
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError, OSError, EOFError) as exc:
-        raise MiniRagError(f"{broken} ({type(exc).__name__}: {exc}). Перестрой индекс и сохрани заново.") from exc
+        raise MiniRagError(f"{broken}: {_why(exc)}. Перестрой индекс и сохрани заново.") from exc
     n = manifest.get("n_chunks")
     consistent = (
         spans.dtype == np.int64 and spans.ndim == 2 and spans.shape == (n, 4)
@@ -124,6 +125,20 @@ def read(path: str | os.PathLike, fingerprint: str) -> tuple[list[Document], np.
     if not consistent:
         raise MiniRagError(f"{broken}: размеры частей не сходятся с manifest.json. Перестрой индекс.")
     return docs, spans, matrix, manifest.get("headers", False)
+
+
+def _why(exc: Exception) -> str:
+    """Что не так с файлом индекса — по-русски, по исключению, которым его чтение кончилось."""
+    if isinstance(exc, zipfile.BadZipFile):
+        return "это не zip-архив индекса (или он обрезан)"
+    if isinstance(exc, KeyError):  # zipfile: "There is no item named 'docs.json' in the archive"
+        named = re.search(r"'([^']+)'", str(exc.args[0]) if exc.args else "")
+        return f"в архиве нет части {named.group(0)}" if named else "в архиве не хватает частей"
+    if isinstance(exc, EOFError):
+        return "файл обрывается на середине"
+    if isinstance(exc, OSError):
+        return f"файл не читается ({exc.strerror or 'ошибка чтения'})"
+    return "части архива не читаются как JSON и массивы numpy"
 
 
 def _index_file(path: str | os.PathLike, build: str) -> Path:
@@ -147,7 +162,7 @@ def read_meta(path: str | os.PathLike) -> dict:
         with zipfile.ZipFile(path) as archive:
             manifest = json.loads(archive.read("manifest.json"))
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
-        raise MiniRagError(f"Файл {path} повреждён или это не индекс minirag ({type(exc).__name__}: {exc}). "
+        raise MiniRagError(f"Файл {path} повреждён или это не индекс minirag: {_why(exc)}. "
                            f"Перестрой индекс и сохрани заново.") from None
     meta = manifest.get("meta", {}) if isinstance(manifest, dict) else {}
     if not isinstance(meta, dict):
