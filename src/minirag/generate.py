@@ -73,7 +73,8 @@ class ExtractiveGenerator:
     («документ › раздел») засчитываются, если в самом предложении есть хоть одно слово вопроса.
     Ответ — лучшее предложение и ещё до ``max_sentences − 1`` следующих за ним по оценке, если она не ниже
     доли ``runner_up`` от лучшей (без весов слов — 0.9, с ними — ``WEIGHTED_RUNNER_UP``, половина); у каждого —
-    номер его источника. Отвечать ли вообще, решает ``threshold``: если ни в одном предложении нет такой доли
+    номер его источника. Предложение-вопрос (так пишут FAQ: «Можно ли…? Можно, если…») цитируется вместе со
+    следующим за ним в том же источнике: вопрос сам по себе — не ответ (пара считается одним предложением ответа). Отвечать ли вообще, решает ``threshold``: если ни в одном предложении нет такой доли
     основ вопроса, ответ ``REFUSAL``. ``least`` — доля, с которой предложение годится в ответ, когда ответ уже
     есть (по умолчанию та же ``threshold``; меньшая пускает в ответ соседние предложения с частью слов вопроса,
     а отказывать не начинает реже).
@@ -128,8 +129,13 @@ class ExtractiveGenerator:
         code = about_code(query)
         # текст предложения → (номер источника, предложение, заголовок источника)
         candidates: dict[str, tuple[int, str, str]] = {}
+        answers: dict[str, str] = {}  # вопрос FAQ («Можно ли…?») → предложение за ним в том же источнике, его ответ
         for n, title, text in sources:
-            for sentence in candidate_sentences(text.strip(), code=code):
+            sentences = candidate_sentences(text.strip(), code=code)
+            for sentence, after in zip(sentences, sentences[1:]):
+                if sentence.rstrip().endswith("?"):
+                    answers.setdefault(" ".join(sentence.split()), after)
+            for sentence in sentences:
                 key = " ".join(sentence.split())
                 if key not in candidates:  # повтор из перекрытия чанков — один раз
                     candidates[key] = (n, sentence, title if self.context else "")
@@ -150,7 +156,12 @@ class ExtractiveGenerator:
         best = found[order[0]][2].score
         chosen = [order[0]] + [i for i in order[1:] if found[i][2].score >= self.runner_up * best]
         chosen = chosen[: self.max_sentences]
-        return " ".join(_quote(found[i][1], found[i][0]) for i in chosen)
+        quoted = [(found[i][1], found[i][0]) for i in chosen]
+        for sentence, n in list(quoted):  # вопрос — не ответ: за ним цитируется следующее предложение, если его нет
+            after = answers.get(" ".join(sentence.split()))
+            if after is not None and all(after != q for q, _ in quoted):
+                quoted.insert(quoted.index((sentence, n)) + 1, (after, n))
+        return " ".join(_quote(sentence, n) for sentence, n in quoted)
 
     def answer_from(self, query: str, hits: Sequence[Hit]) -> str:
         """Ответ по найденным чанкам: лучшие предложения, у каждого ссылка [n] на его чанк.
