@@ -264,6 +264,17 @@ def test_a_refusal_names_the_question_words_the_documents_lack_and_what_came_clo
             "тянет к отказу" in one), one
 
 
+def test_found_chunks_show_their_text_only_where_the_answer_cites_them():
+    """20 найденных чанков с текстом — экран текста ради ответа в одну строку: текст — у процитированных."""
+    out = run("ask", "Когда новому сотруднику выдают ноутбук?", "--embedder", "hash").stdout
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", out.split("Проверка цитат:")[0])]
+    listing = out.split("Найдено (")[1]
+    blocks = re.findall(r"^  \[(\d+)\] .*\n((?:      .*\n)?)", listing, re.M)
+    assert len(blocks) == 20 and cited, out
+    assert {int(rank) for rank, text in blocks if text} == set(cited), out
+    assert "(текст — у процитированных чанков, у остальных — только заголовок)" in out
+
+
 def test_a_long_question_is_echoed_shortened_and_a_closed_pipe_is_not_an_error():
     long = run("ask", "Сколько дней длится отпуск? " * 200, "--embedder", "hash")
     echoed = next(line for line in long.stdout.splitlines() if line.startswith("Вопрос: "))

@@ -198,9 +198,15 @@ def _cmd_ask(args) -> int:
         best_shown, shown = _below(best, threshold)
         print(f"Найдено ({args.method}, k={args.k}; лучший чанк ({best_shown}) ниже порога {shown}, но в одном "
               f"предложении {share:.0%} веса слов вопроса — не меньше вторых ворот {evidence:.0%}):")
+    # текст — у процитированных чанков (а при отказе — у трёх первых: вдруг ответ там), у остальных — заголовок
+    shown_text = set(result.citations.cited) if not result.citations.refusal else {1, 2, 3}
     for hit in result.hits:
         print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
-        print(f"      {' '.join(hit.text.split())}")
+        if hit.rank in shown_text:
+            print(f"      {' '.join(hit.text.split())}")
+    if len(result.hits) > len(shown_text):
+        print("  (текст — у процитированных чанков, у остальных — только заголовок)" if not result.citations.refusal
+              else "  (текст — у первых трёх чанков, у остальных — только заголовок)")
     hint = retriever.refusal_hint(result.query, result.hits, k=min(args.k, 3)) \
         if result.citations.refusal and len(index) else ""
     if hint:
