@@ -264,6 +264,15 @@ def test_a_refusal_names_the_question_words_the_documents_lack_and_what_came_clo
             "тянет к отказу" in one), one
 
 
+def test_a_calibration_reads_without_quantile_jargon_where_it_is_the_maximum_and_agrees_in_number():
+    """У индекса e5 оба квантиля — 1: «наибольшая из» вместо «квантиль 1»; «1 вопроса», «120 вопросов»."""
+    top = str(Calibration(0.89, 1.0, 120, 0.81, 0.89, evidence=0.78, evidence_quantile=1.0))
+    assert top.startswith("наибольшая из лучших оценок 120 вопросов не о корпусе") and "квантиль" not in top, top
+    assert "(наибольшая из таких долей у тех же вопросов)" in top
+    one = str(Calibration(0.23, 0.9, 1, 0.13, 0.33, evidence=0.48, evidence_quantile=0.99))
+    assert one.startswith("квантиль 0.9 лучших оценок 1 вопроса не о корпусе") and "(квантиль 0.99 таких" in one, one
+
+
 def test_found_chunks_show_their_text_only_where_the_answer_cites_them():
     """20 найденных чанков с текстом — экран текста ради ответа в одну строку: текст — у процитированных."""
     out = run("ask", "Когда новому сотруднику выдают ноутбук?", "--embedder", "hash").stdout

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .errors import MiniRagError
+from .plural import plural
 from .retrieve import Retriever
 from .validate import require_k, require_number, require_texts
 
@@ -205,11 +206,14 @@ class Calibration:
                                f"python -m minirag index.") from None
 
     def __str__(self) -> str:
-        text = (f"квантиль {self.quantile:g} лучших оценок {self.n_queries} вопросов не о корпусе "
-                f"(их медиана {self.median:.3f}, максимум {self.maximum:.3f})")
+        questions = plural(self.n_queries, "вопроса", "вопросов", "вопросов")  # «из лучших оценок 120 вопросов»
+        which = "наибольшая из" if self.quantile == 1 else f"квантиль {self.quantile:g}"  # квантиль 1 — максимум
+        text = (f"{which} лучших оценок {questions} не о корпусе (их медиана {self.median:.3f}, "
+                f"максимум {self.maximum:.3f})")
         if self.evidence is not None:
+            which = "наибольшая из" if self.evidence_quantile == 1 else f"квантиль {self.evidence_quantile:g}"
             text += (f"; вторые ворота — доля веса слов вопроса в одном предложении не меньше {self.evidence:.2f} "
-                     f"(квантиль {self.evidence_quantile:g} таких долей у тех же вопросов)")
+                     f"({which} таких долей у тех же вопросов)")
         return text
 
 
