@@ -164,7 +164,7 @@ def _cmd_ask(args) -> int:
     label = "запасной, экстрактивный: генератор не ответил" if result.fallback else args.generator
     print(f"Ответ ({label}):\n  {result.text}\n")
     print(f"Проверка цитат: {result.citations}")
-    if result.reason:
+    if result.reason and (result.hits or result.fallback):  # ничего не найдено — скажет «Не найдено» ниже, с числами
         print(f"Причина: {result.reason}")
     elif result.citations.refusal and result.hits and args.generator == "extractive":
         print(f"Причина: чанки найдены, но ни в одном их предложении слова вопроса не набирают {WEIGHTED_COVERAGE:.0%} "
