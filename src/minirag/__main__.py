@@ -163,7 +163,7 @@ def _cmd_ask(args) -> int:
     # сначала ответ — его и спрашивали; под ним — откуда он: ворота и найденные чанки
     label = "запасной, экстрактивный: генератор не ответил" if result.fallback else args.generator
     print(f"Ответ ({label}):\n  {result.text}\n")
-    print(f"Проверка цитат: {result.citations}")
+    print(result.citations)  # «Цитаты в порядке: источники [1, 2].» — без заголовка, чтобы «цитаты» не повторялись
     if result.reason and (result.hits or result.fallback):  # ничего не найдено — скажет «Не найдено» ниже, с числами
         print(f"Причина: {result.reason}")
     elif result.citations.refusal and result.hits and args.generator == "extractive":

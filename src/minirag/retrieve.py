@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -86,13 +87,17 @@ class Retriever:
 
         Такое слово весит в доле слов больше всех (``TermWeights``): из-за разговорного «заселяться», когда в
         документах «заселение», честный вопрос получает отказ. Подсказка пользователю: спроси словами документов.
-        Слова — как их отдаёт ``tokenize``, строчными.
-        Пример: ``Retriever(index).unknown_words("Сколько дней длится отпуск на Марсе?")`` → ``['марсе']``.
+        Пример: ``Retriever(index).unknown_words("Сколько дней длится отпуск на Марсе?")`` → ``['Марсе']``.
         Глава 12. Переписать запрос: HyDE, расширение и командная строка.
         """
         terms = set(question_terms(query))
         words = [word for word in tokenize(query) if stem_token(word) in terms]
-        return list(dict.fromkeys(word for word in words if not self.term_weights.knows_all([stem_token(word)])))
+        unknown = dict.fromkeys(word for word in words if not self.term_weights.knows_all([stem_token(word)]))
+        shown = []
+        for word in unknown:  # tokenize пишет строчными; показываем, как написал человек: «ОСАГО», а не «осаго»
+            written = re.search(re.escape(word), query, re.IGNORECASE)
+            shown.append(written.group() if written else word)
+        return shown
 
     def refusal_hint(self, query: str, hits: Sequence[Hit], k: int = 3) -> str:
         """Что сказать под отказом на ``query``: слова вопроса, которых нет в корпусе, и — если ворота ничего не
