@@ -276,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         if args.command is None:
             raise UsageError("укажи команду index или ask. Справка: python -m minirag --help")
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # в канал — сейчас, а не при выходе: закрытый канал ловится здесь, без трассировки
+        return code
     except (UsageError, MiniRagError) as exc:
         print(f"Ошибка: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
