@@ -294,18 +294,19 @@ def test_a_long_question_is_echoed_shortened_and_a_closed_pipe_is_not_an_error()
     # вывод меньше буфера stdout (уходит при выходе) и больше него (по ходу); с буфером, как в оболочке человека,
     # и без него (PYTHONUNBUFFERED, как бывает в CI)
     shell = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
-    for k, unbuffered in itertools.product(("1", "90"), ({}, {"PYTHONUNBUFFERED": "1"})):
+    asks = [["ask", "Сколько дней длится отпуск?", "--embedder", "hash", "--k", k, "--threshold", "-1"]
+            for k in ("1", "90")]
+    for command, unbuffered in itertools.product([*asks, []], ({}, {"PYTHONUNBUFFERED": "1"})):  # [] — демо
         read, write = os.pipe()
         os.close(read)
         try:
-            piped = subprocess.run([sys.executable, "-m", "minirag", "ask", "Сколько дней длится отпуск?", "--embedder",
-                                    "hash", "--k", k, "--threshold", "-1"], stdout=write, stderr=subprocess.PIPE,
+            piped = subprocess.run([sys.executable, "-m", "minirag", *command], stdout=write, stderr=subprocess.PIPE,
                                    text=True, timeout=60,
                                    env={**shell, **unbuffered, "PYTHONUTF8": "1", "MINIRAG_CACHE": CACHE})
         finally:
             os.close(write)
         assert piped.returncode == 0 and "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr, \
-            (k, unbuffered, piped.stderr)
+            (command, unbuffered, piped.stderr)
 
 
 def test_a_question_none_of_whose_words_the_documents_know_is_told_so_without_near_misses():

@@ -270,13 +270,14 @@ def main(argv: list[str] | None = None) -> int:
     Пример: ``python -m minirag ask "Сколько дней отпуска?" --k 5``. Глава 12. Переписать запрос: HyDE, расширение и командная строка.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv:
-        return demo()
     try:
-        args = _parser().parse_args(argv)
-        if args.command is None:
-            raise UsageError("укажи команду index или ask. Справка: python -m minirag --help")
-        code = args.run(args)
+        if not argv:
+            code = demo()
+        else:
+            args = _parser().parse_args(argv)
+            if args.command is None:
+                raise UsageError("укажи команду index или ask. Справка: python -m minirag --help")
+            code = args.run(args)
         sys.stdout.flush()  # в канал — сейчас, а не при выходе: закрытый канал ловится здесь, без трассировки
         return code
     except (UsageError, MiniRagError) as exc:
