@@ -483,11 +483,20 @@ class _Memo:
         return self.embed_documents(texts)
 
 
+def _e5_index(corpus: str, workdir: Path):
+    """Индекс e5 dev-части с заголовками чанков, эмбеддер с памятью (``_Memo``). Векторы от числа потоков не
+    зависят (tests/test_e5.py): перебор считает всеми ядрами."""
+    from minirag import E5Embedder, Index, load_folder
+
+    return Index.build(load_folder(export_corpus(corpus, workdir)).docs, _Memo(E5Embedder(threads=os.cpu_count() or 1)),
+                       headers=True)
+
+
 def e5_answer_table(workdir: Path) -> list[dict]:
     """Для каждой настройки ``E5_GRID`` — факты, факт первым, цитаты, отказы и ответы на вопросы соседней области на
     dev-частях с индексом e5 (гибрид с BM25, k = 20, веса слов); по частям — в ``parts``. Ворота решают только,
     отвечать ли: найденные чанки у прошедшего вопроса те же, поэтому ответ на каждую долю ``least`` пишется один раз."""
-    from minirag import REFUSAL, E5Embedder, ExtractiveGenerator, Index, Retriever, load_folder
+    from minirag import REFUSAL, ExtractiveGenerator, Retriever
     from minirag.calibrate import unrelated_evidence, unrelated_scores
     from minirag.defaults import DEFAULT_K, default_method
 
@@ -495,9 +504,7 @@ def e5_answer_table(workdir: Path) -> list[dict]:
     rows = {setting: {**dict(zip(keys, setting)), "parts": {}} for setting in itertools.product(*E5_GRID.values())}
     method = default_method("e5")
     for part in questions()["dev"]:
-        docs = load_folder(export_corpus(part["corpus"], workdir)).docs
-        # векторы от числа потоков не зависят (tests/test_e5.py): перебор считает всеми ядрами
-        index = Index.build(docs, _Memo(E5Embedder(threads=os.cpu_count() or 1)), headers=True)
+        index = _e5_index(part["corpus"], workdir)
         scores, shares = unrelated_scores(index), unrelated_evidence(index)
         asked = [f["question"] for f in part["facts"]] + part["off_topic"] + part["neighbour_topic"]
         plain = Retriever(index, method)
@@ -552,7 +559,7 @@ def ceiling_table(workdir: Path) -> dict:
     """Dev-части на индексе e5 с умолчаниями командной строки: по частям — вопросы с ответом, отвеченные с фактом,
     отказ ворот поиска, отказ генератора (и у скольких из отказанных факт был в предложениях найденных чанков), ответ
     без факта; затем лучшая прямая на плоскости «доля слов, косинус лучшего предложения» (``CEILING_SLOPES``)."""
-    from minirag import REFUSAL, E5Embedder, ExtractiveGenerator, Index, Retriever, load_folder
+    from minirag import REFUSAL, ExtractiveGenerator, Retriever
     from minirag.defaults import DEFAULT_K, ask_calibration, ask_settings, default_method
     from minirag.embed import embed_documents, embed_queries
     from minirag.sentences import candidate_sentences
@@ -560,8 +567,7 @@ def ceiling_table(workdir: Path) -> dict:
 
     settings, parts, points = ask_settings("e5"), {}, []
     for part in questions()["dev"]:
-        docs = load_folder(export_corpus(part["corpus"], workdir)).docs
-        index = Index.build(docs, _Memo(E5Embedder(threads=os.cpu_count() or 1)), headers=True)
+        index = _e5_index(part["corpus"], workdir)
         calibration = ask_calibration(index, "e5")
         retriever = Retriever(index, default_method("e5"), evidence=calibration.evidence, familiar=settings["familiar"])
         generator = ExtractiveGenerator(index.embedder, weights=retriever.term_weights, least=settings["least"])

@@ -205,8 +205,8 @@ def _cmd_ask(args) -> int:
         if hit.rank in shown_text:
             print(f"      {' '.join(hit.text.split())}")
     if len(result.hits) > len(shown_text):
-        print("  (текст — у процитированных чанков, у остальных — только заголовок)" if not result.citations.refusal
-              else "  (текст — у первых трёх чанков, у остальных — только заголовок)")
+        which = "первых трёх" if result.citations.refusal else "процитированных"
+        print(f"  (текст — у {which} чанков, у остальных — только заголовок)")
     hint = retriever.refusal_hint(result.query, result.hits, k=min(args.k, 3)) \
         if result.citations.refusal and len(index) else ""
     if hint:

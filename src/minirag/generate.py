@@ -157,11 +157,13 @@ class ExtractiveGenerator:
         best = found[order[0]][2].score
         chosen = [order[0]] + [i for i in order[1:] if found[i][2].score >= self.runner_up * best]
         chosen = chosen[: self.max_sentences]
-        quoted = [(found[i][1], found[i][0]) for i in chosen]
-        for sentence, n in list(quoted):  # вопрос — не ответ: за ним цитируется следующее предложение, если его нет
+        quoted: list[tuple[str, int]] = []
+        for i in chosen:  # вопрос — не ответ: за ним цитируется следующее предложение, если его в ответе нет
+            n, sentence = found[i][0], found[i][1]
+            quoted.append((sentence, n))
             after = answers.get(" ".join(sentence.split()))
-            if after is not None and all(after != q for q, _ in quoted):
-                quoted.insert(quoted.index((sentence, n)) + 1, (after, n))
+            if after is not None and after not in {found[j][1] for j in chosen} | {q for q, _ in quoted}:
+                quoted.append((after, n))
         return " ".join(_quote(sentence, n) for sentence, n in quoted)
 
     def answer_from(self, query: str, hits: Sequence[Hit]) -> str:

@@ -91,8 +91,8 @@ class Retriever:
         Глава 12. Переписать запрос: HyDE, расширение и командная строка.
         """
         terms = set(question_terms(query))
-        words = [word for word in tokenize(query) if stem_token(word) in terms]
-        unknown = dict.fromkeys(word for word in words if not self.term_weights.knows_all([stem_token(word)]))
+        unknown = dict.fromkeys(word for word in tokenize(query) if (stem := stem_token(word)) in terms
+                                and not self.term_weights.knows_all([stem]))
         shown = []
         for word in unknown:  # tokenize пишет строчными; показываем, как написал человек: «ОСАГО», а не «осаго»
             written = re.search(re.escape(word), query, re.IGNORECASE)
