@@ -351,8 +351,10 @@ def test_formgrader_shows_hostile_work_without_running_it_and_manual_grades_reac
         page.goto(base + href)
         page.wait_for_selector("input#why_cosine", timeout=60000)
         page.fill("input#why_cosine", "2")
-        page.press("input#why_cosine", "Tab")  # formgrader сохраняет балл, когда поле теряет фокус
-        page.wait_for_timeout(2000)
+        # formgrader сохраняет балл запросом PUT, когда поле теряет фокус: ждём ответа, а не секунды
+        with page.expect_response(lambda r: "/api/grade/" in r.url and r.request.method == "PUT" and r.ok,
+                                  timeout=60000):
+            page.press("input#why_cosine", "Tab")
     result = cli("grade", LAB, "--submissions", graded["submissions"], "--course", course, *LIMITS)
     assert result.returncode == 0, result.stderr[-2000:]
     after = read_csv(graded["csv"])
