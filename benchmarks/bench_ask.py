@@ -320,12 +320,12 @@ def _part_grid(part: dict, folder: Path) -> dict[tuple, dict]:
     """Одна dev-часть: настройка ``ANSWER_GRID`` → ответы с фактом, факт первым, цитаты и отказы."""
     from minirag import REFUSAL, ExtractiveGenerator, Index, Retriever, load_folder
     from minirag.calibrate import unrelated_scores
-    from minirag.defaults import DEFAULT_EMBEDDER, EMBEDDERS
+    from minirag.defaults import DEFAULT_EMBEDDER, EMBEDDERS, ask_chunker
 
     docs = load_folder(folder).docs
     rows = {}
     for headers in ANSWER_GRID["headers"]:
-        index = Index.build(docs, EMBEDDERS[DEFAULT_EMBEDDER](), headers=headers)
+        index = Index.build(docs, EMBEDDERS[DEFAULT_EMBEDDER](), ask_chunker(), headers=headers)
         scores = unrelated_scores(index)
         retrievers = {"best": Retriever(index)}
         weights = retrievers["best"].term_weights
@@ -410,13 +410,13 @@ def second_table(workdir: Path, chosen: dict) -> list[dict]:
     факт первым, цитаты и отказы dev при настройках ``chosen``; по частям — в ``parts``."""
     from minirag import REFUSAL, ExtractiveGenerator, Index, Retriever, load_folder
     from minirag.calibrate import unrelated_evidence, unrelated_scores
-    from minirag.defaults import DEFAULT_EMBEDDER, EMBEDDERS
+    from minirag.defaults import DEFAULT_EMBEDDER, EMBEDDERS, ask_chunker
 
     rows = {(q, r): {"evidence_quantile": q, "runner_up": r, "parts": {}}
             for q, r in itertools.product(EVIDENCE_GRID, RUNNER_GRID)}
     for part in questions()["dev"]:
         docs = load_folder(export_corpus(part["corpus"], workdir)).docs
-        index = Index.build(docs, EMBEDDERS[DEFAULT_EMBEDDER](), headers=chosen["headers"])
+        index = Index.build(docs, EMBEDDERS[DEFAULT_EMBEDDER](), ask_chunker(), headers=chosen["headers"])
         threshold = float(np.quantile(unrelated_scores(index), chosen["quantile"], method="higher"))
         shares = unrelated_evidence(index, k=chosen["k"])
         asked = [f["question"] for f in part["facts"]] + part["off_topic"] + part["neighbour_topic"]
@@ -487,9 +487,10 @@ def _e5_index(corpus: str, workdir: Path):
     """Индекс e5 dev-части с заголовками чанков, эмбеддер с памятью (``_Memo``). Векторы от числа потоков не
     зависят (tests/test_e5.py): перебор считает всеми ядрами."""
     from minirag import E5Embedder, Index, load_folder
+    from minirag.defaults import ask_chunker
 
     return Index.build(load_folder(export_corpus(corpus, workdir)).docs, _Memo(E5Embedder(threads=os.cpu_count() or 1)),
-                       headers=True)
+                       ask_chunker(), headers=True)
 
 
 def e5_answer_table(workdir: Path) -> list[dict]:

@@ -13,7 +13,9 @@ from minirag import (
     Index,
     MiniRagError,
     TableChunk,
+    chunk_text,
     code_chunks,
+    layout_chunks,
     semantic_chunks,
     split_sentences,
     table_chunks,
@@ -187,8 +189,68 @@ def test_table_chunks_cannot_plug_into_index_build():
         (lambda: semantic_chunks(TEXT, quantile=2), "quantile"),
         (lambda: semantic_chunks(42), "строкой"),
         (lambda: code_chunks(b"def f(): pass"), "строкой"),
+        (lambda: layout_chunks(TEXT, max_chars=0), "max_chars"),
+        (lambda: layout_chunks(["| a |"]), "строкой"),
     ],
 )
 def test_chunkers_bad_input_raise_russian_error(call, message):
     with pytest.raises(MiniRagError, match=message):
         call()
+
+
+# ---------- чанкер команды index: таблицы, числа и имена целиком ----------
+PRICES = """# Абонементы
+
+| Тариф | Месяц | Полугодие | Год |
+|---|---|---|---|
+| Детский | 3 200 | 16 800 | 30 800 |
+| Взрослый | 4 500 | 24 000 | 44 500 |
+| Семейный. Для двоих | 7 000 | 38 000 | 70 000 |
+
+Мы находимся по адресу: ул. Садовая, д. 5. Директор — А. Г. Прохоров. Звоните по будням."""
+ROWS = [line for line in PRICES.splitlines() if line.startswith("| ")]
+
+
+def test_layout_chunks_never_cut_a_table_row_or_a_number_in_it():
+    # chunk_text режет таблицу без точек по словам: «30» в одном чанке, «800» в другом — так пользователь получил
+    # «Цена за полугодие: 30 [1]»; и режет строку после «Семейный.»
+    assert any(chunk.endswith("| Семейный.") for chunk in chunk_text(PRICES, max_chars=220))
+    for max_chars in (40, 60, 80, 120, 220):
+        chunks = layout_chunks(PRICES, max_chars=max_chars)
+        assert all(0 < len(chunk) <= max_chars for chunk in chunks)
+        for row in ROWS:
+            if row == ROWS[0] and len(row) + 18 <= max_chars:  # шапка не отрывается от «|---|» под ней
+                assert any(row + "\n|---|---|---|---|" in chunk for chunk in chunks), max_chars
+            if len(row) <= max_chars:
+                assert any(row in chunk for chunk in chunks), (max_chars, row)
+            else:  # строка длиннее чанка делится по ячейкам: каждое число целиком в одном чанке
+                for number in ("7 000", "38 000", "70 000"):
+                    assert any(number in chunk for chunk in chunks), (max_chars, number)
+
+
+def test_layout_chunks_keep_a_street_and_initials_with_their_sentence():
+    assert layout_chunks(PRICES, max_chars=80)[-2:] == [
+        "Мы находимся по адресу: ул. Садовая, д. 5. Директор — А. Г. Прохоров.", "Звоните по будням."]
+    assert "Садовая, д. 5. Директор — А. Г. Прохоров. Звоните по будням." not in chunk_text(PRICES, max_chars=80)
+
+
+def test_layout_chunks_cut_a_long_unpunctuated_text_at_lines_before_words():
+    lines = [f"Пункт {n}: выдача книг с {n + 8}:00" for n in range(1, 9)]
+    chunks = layout_chunks("\n".join(lines), max_chars=70)
+    assert all(len(chunk) <= 70 for chunk in chunks)
+    assert [line for chunk in chunks for line in chunk.split("\n")] == lines
+
+
+def test_layout_chunks_are_ordered_pieces_of_the_text_and_plug_into_index():
+    docs = [Document("prices", "Цены", PRICES), Document("prose", "Проза", TEXT)]
+    index = Index.build(docs, HashEmbedder(dim=64), chunker=functools.partial(layout_chunks, max_chars=60))
+    texts = [index.chunk(i).text for i in range(len(index))]
+    assert words_in_order(texts) == words_in_order([PRICES, TEXT])
+    assert any("| Детский | 3 200 | 16 800 | 30 800 |" in text for text in texts)
+
+
+def test_layout_chunks_cut_a_table_of_twenty_thousand_rows_by_rows():
+    rows = "\n".join(f"| {n} | {n * 7} 000 |" for n in range(20_000))
+    chunks = layout_chunks(rows, max_chars=220)
+    assert "".join(chunks).replace("\n", "") == rows.replace("\n", "")
+    assert all(chunk.startswith("| ") and chunk.endswith(" 000 |") for chunk in chunks)

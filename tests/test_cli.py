@@ -109,6 +109,21 @@ def test_ask_with_other_retrieval_methods(built, method):
     assert f"Найдено ({method}, k=1" in result.stdout and "vpn.txt, чанк 1" in result.stdout
 
 
+@pytest.mark.parametrize("method", ["cosine", "bm25", "hybrid"])
+def test_found_chunks_show_the_cosine_the_threshold_is_compared_with_whatever_the_method(built, method):
+    # пользователь видел у гибрида «0.033» рядом с «порогом 0.841» и решил, что ничего близкого не нашлось
+    _, index_file, _ = built
+    question = "Где выдают пропуск?"
+    out = run("ask", question, "--index", str(index_file), "--method", method, "--k", "3").stdout
+    index = Index.load(index_file, EMBEDDERS[store.read_meta(index_file)["embedder"]]())
+    cosines = index.scores(question)
+    shown = re.findall(r"^  \[\d\] (\d\.\d{3})  (\S+), чанк (\d+) — ", out, re.M)
+    assert shown and len(shown) == out.count("\n  ["), out  # BM25 находит лишь чанки со словами вопроса
+    for score, doc_id, chunk_id in shown:
+        assert float(score) == pytest.approx(cosines[index.position(doc_id, int(chunk_id))], abs=5e-4), (score, doc_id)
+    assert ("число — косинус чанка с вопросом, как у порога" in out) == (method != "cosine")
+
+
 @pytest.mark.slow
 def test_ask_on_the_demo_corpus_by_default_and_threshold_refusal():
     result = run("ask", "Сколько дней длится ежегодный отпуск?", "--threshold", "0.99")
@@ -504,3 +519,23 @@ def test_index_embeds_chunks_with_their_section_and_ask_names_it(tmp_path):
     out = run("ask", "Сколько стоит восстановить пропуск в офис?", "--index", str(index), "--threshold", "-1").stdout
     assert "правила.md, чанк 2 — Правила › Пропуск в офис" in out
     assert "Ответ (extractive):\n  Потерянный блокируют в тот же час, восстановление стоит 500 рублей [1]." in out
+
+
+def test_index_never_cuts_a_table_row_a_price_or_an_address_between_chunks(tmp_path):
+    # пользователь получил «Цена за полугодие: 30 [1]»: чанкер главы 4 резал таблицу без точек посреди «30 800»
+    rows = [f"| {name} | {month} 200 | {half} 800 | {year} 800 |" for name, month, half, year in
+            [("Детский", 3, 16, 30), ("Взрослый", 4, 24, 44), ("Семейный", 7, 38, 70), ("Пенсионный", 2, 15, 27)]]
+    text = ("# Абонементы\n\nАбонемент покупают в кассе на первом этаже или на сайте.\n\n"
+            "| Тариф | Месяц | Полугодие | Год |\n|---|---|---|---|\n" + "\n".join(rows) +
+            "\n\nМы находимся по адресу: ул. Садовая, д. 5. Директор — А. Г. Прохоров.\n")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "цены.md").write_text(text, encoding="utf-8")
+    index_file = tmp_path / "i.minirag"
+    for max_chars in ("60", "100"):
+        assert run("index", str(folder), "--out", str(index_file), "--max-chars", max_chars).returncode == 0
+        index = Index.load(index_file, EMBEDDERS[store.read_meta(index_file)["embedder"]]())
+        chunks = [index.chunk(i).text for i in range(len(index))]
+        assert all(len(chunk) <= int(max_chars) for chunk in chunks)
+        for whole in [*rows, "Мы находимся по адресу: ул. Садовая, д. 5.", "Директор — А. Г. Прохоров."]:
+            assert any(whole in chunk for chunk in chunks), (max_chars, whole, chunks)

@@ -12,7 +12,7 @@
 from .bm25 import BM25
 from .calibrate import Calibration, calibrate, unrelated_scores
 from .chunk import chunk_spans, chunk_text
-from .chunkers import TableChunk, code_chunks, semantic_chunks, table_chunks
+from .chunkers import TableChunk, code_chunks, layout_chunks, semantic_chunks, table_chunks
 from .data import CATEGORIES, DEMO_DEV, DEMO_DOCS, DEMO_QUERIES, DEMO_TEST, Corpus, load_corpus
 from .e5 import E5Embedder, e5_available
 from .embed import Embedder, HashEmbedder, embed_documents, embed_queries
@@ -67,7 +67,7 @@ __all__ = [
     "BM25", "index_bm25", "rrf", "hybrid_search", "exact_phrases", "force_exact", "mmr", "mmr_search",
     "PairScorer", "LexicalPairScorer", "CrossEncoderScorer", "rerank", "search_rerank",
     "expand_neighbors", "hierarchical_search", "doc_vectors",
-    "semantic_chunks", "code_chunks", "table_chunks", "TableChunk",
+    "semantic_chunks", "code_chunks", "table_chunks", "TableChunk", "layout_chunks",
     # глава 10: от поиска к ответу, свои файлы, настоящие модели
     "Generator", "ExtractiveGenerator", "Answer", "answer", "Retriever",
     "hyde", "expand_query", "expanded_search", "iterative_search", "Retrieval", "QueryCache",

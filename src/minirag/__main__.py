@@ -31,7 +31,6 @@ from . import store
 from .argparse_ru import Parser, UsageError, cosine_value, positive_int
 from .cache import demo_index
 from .calibrate import Calibration
-from .chunk import chunk_text
 from .data import DEMO_DOCS
 from .defaults import (
     DEFAULT_K,
@@ -41,6 +40,7 @@ from .defaults import (
     LOCAL,
     OLD_INDEX_EMBEDDER,
     ask_calibration,
+    ask_chunker,
     ask_settings,
     default_embedder,
     default_method,
@@ -95,7 +95,7 @@ def _cmd_index(args) -> int:
         raise MiniRagError(f"В папке {args.folder} нет ни одного читаемого документа: положи туда .txt, .md, "
                            f".csv, .html, .pdf или .docx.")
     args.embedder = _chosen_embedder(args.embedder)
-    index = Index.build(report.docs, EMBEDDERS[args.embedder](), lambda text: chunk_text(text, args.max_chars),
+    index = Index.build(report.docs, EMBEDDERS[args.embedder](), ask_chunker(args.max_chars),
                         headers=True, progress=sys.stderr.isatty())
     if sys.stderr.isatty():  # на больших корпусах калибровка идёт секунды: пусть будет видно, что идёт
         print("Калибрую пороги отказа по вопросам не о корпусе…", file=sys.stderr)
@@ -171,7 +171,8 @@ def _cmd_ask(args) -> int:
               f"своего веса — ответа в них нет (слово весит тем больше, чем реже оно в корпусе; слово, которого в "
               f"корпусе нет, — больше всех).")
     print()
-    best = float(index.scores(result.query).max())
+    cosines = index.scores(result.query)  # у порога — косинус; его и печатаем у чанков, каким бы методом ни искали
+    best = float(cosines.max())
     if not result.hits and threshold is not None:
         best_shown, limit = _below(best, threshold)
         if evidence is not None:
@@ -200,8 +201,11 @@ def _cmd_ask(args) -> int:
               f"предложении {share:.0%} веса слов вопроса — не меньше вторых ворот {evidence:.0%}):")
     # текст — у процитированных чанков (а при отказе — у трёх первых: вдруг ответ там), у остальных — заголовок
     shown_text = set(result.citations.cited) if not result.citations.refusal else {1, 2, 3}
+    if result.hits and args.method != "cosine":
+        print(f"  (число — косинус чанка с вопросом, как у порога; порядок — по {args.method})")
     for hit in result.hits:
-        print(f"  [{hit.rank}] {hit.score:.3f}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
+        print(f"  [{hit.rank}] {cosines[index.position(hit.doc_id, hit.chunk_id)]:.3f}  {hit.doc_id}, чанк "
+              f"{hit.chunk_id} — {hit.title}")
         if hit.rank in shown_text:
             print(f"      {' '.join(hit.text.split())}")
     if len(result.hits) > len(shown_text):

@@ -21,6 +21,29 @@ from .validate import require_int, require_text
 _WORD_RE = re.compile(r"\S+")
 
 
+def cut_by_words(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
+    """Кусок ``text[start:end]`` → куски (start, end) не длиннее max_chars по границам слов (слово длиннее — по символам)."""
+    pieces: list[tuple[int, int]] = []
+    piece_start = piece_end = None
+    for word in _WORD_RE.finditer(text, start, end):
+        w_start, w_end = word.start(), word.end()
+        while w_end - w_start > max_chars:  # слово длиннее max_chars режем по символам
+            if piece_start is not None:
+                pieces.append((piece_start, piece_end))
+                piece_start = None
+            pieces.append((w_start, w_start + max_chars))
+            w_start += max_chars
+        if piece_start is not None and w_end - piece_start <= max_chars:
+            piece_end = w_end
+        else:
+            if piece_start is not None:
+                pieces.append((piece_start, piece_end))
+            piece_start, piece_end = w_start, w_end
+    if piece_start is not None:
+        pieces.append((piece_start, piece_end))
+    return pieces
+
+
 def _pieces(text: str, max_chars: int) -> list[tuple[int, int]]:
     """Куски текста (start, end): предложения, а длинные — порезанные по словам."""
     pieces: list[tuple[int, int]] = []
@@ -28,26 +51,7 @@ def _pieces(text: str, max_chars: int) -> list[tuple[int, int]]:
     for sentence in split_sentences(text):
         start = text.index(sentence, cursor)
         cursor = start + len(sentence)
-        if len(sentence) <= max_chars:
-            pieces.append((start, cursor))
-            continue
-        piece_start = piece_end = None
-        for word in _WORD_RE.finditer(sentence):
-            w_start, w_end = start + word.start(), start + word.end()
-            while w_end - w_start > max_chars:  # слово длиннее max_chars режем по символам
-                if piece_start is not None:
-                    pieces.append((piece_start, piece_end))
-                    piece_start = None
-                pieces.append((w_start, w_start + max_chars))
-                w_start += max_chars
-            if piece_start is not None and w_end - piece_start <= max_chars:
-                piece_end = w_end
-            else:
-                if piece_start is not None:
-                    pieces.append((piece_start, piece_end))
-                piece_start, piece_end = w_start, w_end
-        if piece_start is not None:
-            pieces.append((piece_start, piece_end))
+        pieces += [(start, cursor)] if len(sentence) <= max_chars else cut_by_words(text, start, cursor, max_chars)
     return pieces
 
 
@@ -65,9 +69,14 @@ def chunk_spans(text: str, max_chars: int = 220, overlap: int = 0) -> list[tuple
             f"overlap ({overlap}) должен быть меньше max_chars ({max_chars}): иначе чанк "
             f"состоял бы из одного повтора. Возьми overlap около 10–20% от max_chars."
         )
+    return pack_spans(text, _pieces(text, max_chars), max_chars, overlap)
+
+
+def pack_spans(text: str, pieces: list[tuple[int, int]], max_chars: int, overlap: int = 0) -> list[tuple[int, int]]:
+    """Сложить куски (start, end), каждый не длиннее max_chars, в чанки не длиннее max_chars по порядку текста."""
     spans: list[tuple[int, int]] = []
     start = end = None
-    for p_start, p_end in _pieces(text, max_chars):
+    for p_start, p_end in pieces:
         if start is not None and p_end - start <= max_chars:
             end = p_end
             continue

@@ -9,8 +9,11 @@
   строк из ``ast``) и никогда — внутри функции или класса.
 * ``table_chunks`` режет таблицы (markdown или CSV-подобные) по строкам и повторяет
   шапку в каждом куске, чтобы строка «12 | 450» не потеряла смысл столбцов.
+* ``layout_chunks`` — ``chunk_text`` для своих файлов (им режет команда ``index``): не режет
+  строку таблицы, длинный кусок без точек режет по строкам, а не посреди «30 800», и не режет
+  после «ул.» или инициала.
 
-Первые два, как ``chunk_text``, возвращают куски исходного текста по порядку и
+Все, кроме ``table_chunks``, как ``chunk_text``, возвращают куски исходного текста по порядку и
 подключаются в ``Index.build(docs, chunker=...)``. ``table_chunks`` — нет: кусок с
 повторённой шапкой не подстрока документа, поэтому у него свой тип ``TableChunk``.
 Модуль не знает про индекс и не меряет размеры в токенах: ``max_chars`` — в символах.
@@ -24,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chunk import chunk_spans
+from .chunk import chunk_spans, cut_by_words, pack_spans
 from .embed import Embedder, HashEmbedder
 from .errors import MiniRagError
-from .text import split_sentences
+from .text import continues_sentence, split_sentences
 from .validate import require_int, require_number, require_text
 from .vectors import l2_normalize
 
@@ -179,3 +182,70 @@ def table_chunks(text: str, *, rows_per_chunk: int = 5, max_chars: int = 220) ->
         prose_from = i = i + n
     add_prose(offset[prose_from], offset[len(lines)])
     return chunks
+
+
+_CELL_RE = re.compile(r"[^|]*\|?")  # ячейка строки таблицы вместе с чертой после неё
+
+
+def layout_chunks(text: str, max_chars: int = 220) -> list[str]:
+    """``chunk_text`` для своих файлов: режет там же, но не посреди строки таблицы, числа или имени.
+
+    Как в ``chunk_text``, чанк — подряд идущие предложения не длиннее ``max_chars``. Отличия:
+    предложение не кончается на сокращении перед именем или инициале («ул. Садовая», «А. Г. Прохоров» —
+    правило ``whole_sentences``); строка таблицы (``| … |``) не режется между предложениями; кусок
+    длиннее ``max_chars`` режется сначала по строкам (шапка таблицы — вместе со строкой «|---|» под ней),
+    строка таблицы — по ячейкам, и лишь потом по словам. Так таблица без точек делится по строкам, а не посреди «30 800». Чанки — куски исходного
+    текста по порядку (``Index.build(docs, chunker=layout_chunks)``); им режет команда ``index``.
+    Пример: ``layout_chunks("| Тариф | Цена |\\n| Год | 30 800 |", max_chars=20)``
+    → ``['| Тариф | Цена |', '| Год | 30 800 |']``. Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
+    """
+    require_text(text)
+    max_chars = require_int(max_chars, "max_chars", 1)
+    return [text[start:end] for start, end in pack_spans(text, _layout_pieces(text, max_chars), max_chars)]
+
+
+def _layout_pieces(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """Куски для ``layout_chunks``: целые предложения и строки таблиц; длинные — по строкам, ячейкам, словам."""
+    units: list[tuple[int, int]] = []
+    for start, end in _sentence_spans(text):
+        # правилам хватает конца предыдущего куска: хвост в 16 символов, а не весь кусок (он бывает огромной таблицей)
+        if units and (continues_sentence(text[max(units[-1][0], units[-1][1] - 16) : units[-1][1]], text[start:end])
+                      or "\n" not in text[units[-1][1] : start] and _in_table_row(text, start)):
+            units[-1] = (units[-1][0], end)
+        else:
+            units.append((start, end))
+    pieces: list[tuple[int, int]] = []
+    for start, end in units:
+        if end - start <= max_chars:
+            pieces.append((start, end))
+            continue
+        line_start = start
+        for line in text[start:end].split("\n"):
+            s, e = line_start + len(line) - len(line.lstrip()), line_start + len(line.rstrip())
+            line_start += len(line) + 1
+            if pieces and _MD_RULE_RE.match(line) and e - pieces[-1][0] <= max_chars:
+                pieces[-1] = (pieces[-1][0], e)  # «|---|» — со своей шапкой
+            elif e - s <= max_chars:
+                pieces += [(s, e)] if e > s else []
+            elif _MD_ROW_RE.match(line):
+                pieces += _cut_row(text, s, e, max_chars)
+            else:
+                pieces += cut_by_words(text, s, e, max_chars)
+    return pieces
+
+
+def _in_table_row(text: str, position: int) -> bool:
+    """Стоит ли позиция в строке таблицы ``| … |``."""
+    line_start = text.rfind("\n", 0, position) + 1
+    line_end = text.find("\n", position)
+    return bool(_MD_ROW_RE.match(text[line_start : line_end if line_end >= 0 else len(text)]))
+
+
+def _cut_row(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
+    """Строка таблицы длиннее max_chars → куски по ячейкам (ячейка длиннее max_chars — по словам)."""
+    cells = []
+    for cell in _CELL_RE.finditer(text, start, end):
+        s, e = cell.start() + len(cell.group()) - len(cell.group().lstrip()), cell.start() + len(cell.group().rstrip())
+        if e > s:
+            cells += [(s, e)] if e - s <= max_chars else cut_by_words(text, s, e, max_chars)
+    return pack_spans(text, cells, max_chars)

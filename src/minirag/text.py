@@ -101,18 +101,27 @@ def whole_sentences(text: str) -> list[str]:
     Кусок, который начинается со строчной буквы, приклеивается к предыдущему; кусок с цифры — если
     предыдущий кончается коротким (до трёх букв) словом с точкой, то есть сокращением; любой кусок — если
     предыдущий кончается сокращением перед именем («ул.», «пр.», «г.», «им.») или инициалом («А.»). Так читают
-    предложения ответа генератор (``sentences``) и проверка цитат (``check_citations``); чанкер режет
-    по ``split_sentences``, как в главе 4.
+    предложения ответа генератор (``sentences``) и проверка цитат (``check_citations``), и так же режет
+    ``layout_chunks`` команды ``index``; ``chunk_text`` режет по ``split_sentences``, как в главе 4.
     Пример: ``whole_sentences("Звоните диспетчеру (доб. 412). См. ниже.")``
     → ``['Звоните диспетчеру (доб. 412).', 'См. ниже.']``; ``whole_sentences("Мы на ул. Садовой. Ждём.")``
     → ``['Мы на ул. Садовой.', 'Ждём.']``. Глава 11. Генератор и настоящие модели.
     """
     pieces: list[str] = []
     for piece in split_sentences(text):
-        starts = _CONTINUES_RE.match(piece)
-        if pieces and (_BEFORE_NAME_RE.search(pieces[-1])
-                       or starts and (not starts.group(1).isdigit() or _ABBREVIATION_RE.search(pieces[-1]))):
+        if pieces and continues_sentence(pieces[-1], piece):
             pieces[-1] = f"{pieces[-1]} {piece}"
         else:
             pieces.append(piece)
     return pieces
+
+
+def continues_sentence(previous: str, piece: str) -> bool:
+    """Продолжает ли кусок ``piece`` из ``split_sentences`` предложение ``previous`` (правило ``whole_sentences``).
+
+    Пример: ``continues_sentence("Мы на ул.", "Садовой.")`` → ``True``; ``continues_sentence("Ждём.", "Вас.")``
+    → ``False``. Глава 11. Генератор и настоящие модели.
+    """
+    starts = _CONTINUES_RE.match(piece)
+    return bool(_BEFORE_NAME_RE.search(previous)
+                or starts and (not starts.group(1).isdigit() or _ABBREVIATION_RE.search(previous)))
