@@ -3,6 +3,7 @@
 import ast
 import functools
 import math
+import textwrap
 
 import numpy as np
 import pytest
@@ -254,3 +255,16 @@ def test_layout_chunks_cut_a_table_of_twenty_thousand_rows_by_rows():
     chunks = layout_chunks(rows, max_chars=220)
     assert "".join(chunks).replace("\n", "") == rows.replace("\n", "")
     assert all(chunk.startswith("| ") and chunk.endswith(" 000 |") for chunk in chunks)
+
+
+def test_layout_chunks_treat_a_line_break_inside_a_sentence_as_a_space():
+    # перенос строки в абзаце (текст, свёрстанный по 60 символов) — не граница: длинное предложение режется по
+    # словам, как у chunk_text, а не на концах строк, где обрывок вроде «…вопрос о цене билета на поезд не находит»
+    # стал бы отдельным «предложением» чанка
+    sentence = ("Доля бывает взвешенной: каждая основа получает вес по своему корпусу, и чем в меньшем числе чанков "
+                "слово, тем оно весомее, а слово, которого в корпусе нет, весомее всех, и тогда вопрос о цене билета "
+                "на поезд не находит ответа в предложении, где с ним совпало одно частое слово.")
+    wrapped = "Короткое начало.\n" + "\n".join(textwrap.wrap(sentence, 60)) + "\nДальше новый абзац."
+    assert layout_chunks(wrapped, max_chars=120) == chunk_text(wrapped, max_chars=120)
+    listed = "Цены\n" + "\n".join(f"Стрижка модельная {n} — {n} 500 руб" for n in range(1, 9))
+    assert all(chunk.endswith("500 руб") for chunk in layout_chunks(listed, max_chars=120))

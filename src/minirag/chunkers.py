@@ -185,6 +185,9 @@ def table_chunks(text: str, *, rows_per_chunk: int = 5, max_chars: int = 220) ->
 
 
 _CELL_RE = re.compile(r"[^|]*\|?")  # ячейка строки таблицы вместе с чертой после неё
+# Конец строки, за которым не продолжение предложения со строчной буквы (перенос в абзаце — как пробел): режем после
+# него; сам перевод строки остаётся в конце предыдущего куска.
+_HARD_BREAK_RE = re.compile(r"(?<=\n)(?=[ \t]*[^a-zа-яё\s])")
 
 
 def layout_chunks(text: str, max_chars: int = 220) -> list[str]:
@@ -193,8 +196,9 @@ def layout_chunks(text: str, max_chars: int = 220) -> list[str]:
     Как в ``chunk_text``, чанк — подряд идущие предложения не длиннее ``max_chars``. Отличия:
     предложение не кончается на сокращении перед именем или инициале («ул. Садовая», «А. Г. Прохоров» —
     правило ``whole_sentences``); строка таблицы (``| … |``) не режется между предложениями; кусок
-    длиннее ``max_chars`` режется сначала по строкам (шапка таблицы — вместе со строкой «|---|» под ней),
-    строка таблицы — по ячейкам, и лишь потом по словам. Так таблица без точек делится по строкам, а не посреди «30 800». Чанки — куски исходного
+    длиннее ``max_chars`` режется сначала по строкам (но не там, где следующая строка продолжает предложение со
+    строчной буквы; шапка таблицы — вместе со строкой «|---|» под ней), строка таблицы — по ячейкам, и лишь
+    потом по словам. Так таблица без точек делится по строкам, а не посреди «30 800». Чанки — куски исходного
     текста по порядку (``Index.build(docs, chunker=layout_chunks)``); им режет команда ``index``.
     Пример: ``layout_chunks("| Тариф | Цена |\\n| Год | 30 800 |", max_chars=20)``
     → ``['| Тариф | Цена |', '| Год | 30 800 |']``. Глава 10. Разнообразие, переранжирование и чанкинг по структуре.
@@ -220,9 +224,9 @@ def _layout_pieces(text: str, max_chars: int) -> list[tuple[int, int]]:
             pieces.append((start, end))
             continue
         line_start = start
-        for line in text[start:end].split("\n"):
+        for line in _HARD_BREAK_RE.split(text[start:end]):
             s, e = line_start + len(line) - len(line.lstrip()), line_start + len(line.rstrip())
-            line_start += len(line) + 1
+            line_start += len(line)
             if pieces and _MD_RULE_RE.match(line) and e - pieces[-1][0] <= max_chars:
                 pieces[-1] = (pieces[-1][0], e)  # «|---|» — со своей шапкой
             elif e - s <= max_chars:
