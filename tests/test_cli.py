@@ -85,7 +85,7 @@ def test_the_demo_finds_a_document_on_the_topic_of_each_question_first():
 def test_index_reads_the_folder_reports_what_it_skipped_and_saves(built):
     folder, index, result = built
     assert result.returncode == 0, result.stderr
-    assert "Прочитано документов: 3, пропущено файлов: 1." in result.stdout
+    assert "Прочитано файлов: 3, пропущено файлов: 1." in result.stdout
     assert "пропущен broken.pdf: PDF не читается" in result.stdout
     assert index.is_file() and f"Индекс сохранён в {index}: документов 3, чанков 3" in result.stdout
 
@@ -539,3 +539,29 @@ def test_index_never_cuts_a_table_row_a_price_or_an_address_between_chunks(tmp_p
         assert all(len(chunk) <= int(max_chars) for chunk in chunks)
         for whole in [*rows, "Мы находимся по адресу: ул. Садовая, д. 5.", "Директор — А. Г. Прохоров."]:
             assert any(whole in chunk for chunk in chunks), (max_chars, whole, chunks)
+
+
+def test_a_found_chunk_just_below_the_threshold_shows_the_digits_that_make_it_below(tmp_path):
+    # пользователь видел «лучший чанк (0.8666) ниже порога 0.8671», а в списке — «[1] 0.867» при «Порог: 0.867»
+    question = "Сколько календарных дней длится ежегодный отпуск?"
+    best = float(Index.build(DEMO_DOCS, EMBEDDERS[DEFAULT_EMBEDDER](), headers=True).scores(question).max())
+    threshold = best + 2e-5
+    assert f"{threshold:.3f}" == f"{best:.3f}"  # условие примера: на трёх знаках оценка и порог равны
+    path = calibrated_index(tmp_path, threshold=threshold, evidence=0.5, evidence_quantile=0.99)
+    out = run("ask", question, "--index", str(path)).stdout
+    gate = re.search(r"лучший чанк \((0\.\d+)\) ниже порога (0\.\d+), но в одном предложении", out)
+    assert gate and gate.group(1) != gate.group(2), out
+    assert f"  [1] {gate.group(1)}  " in out, out
+
+
+def test_the_start_of_a_near_chunk_under_a_refusal_never_ends_inside_a_number():
+    from minirag.retrieve import _text_start
+
+    row = "| Герметизация фиссур одного зуба | 1 700 | 1 900 | Рентгеновский снимок | 450 | 450 |"
+    for limit in range(20, len(row)):
+        shown = _text_start(row, limit)
+        assert shown.endswith(" …") and len(shown) <= limit + 2, (limit, shown)
+        words = shown[:-2].split()
+        assert words == row.split()[: len(words)], (limit, shown)  # целые слова по порядку
+        if words[-1].isdigit():  # кончается числом — только целым: следующее слово в строке не его продолжение
+            assert not row.split()[len(words)].isdigit(), (limit, shown)

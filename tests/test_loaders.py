@@ -180,3 +180,16 @@ def test_an_html_table_becomes_rows_read_with_their_header(tmp_path):
     assert "| Домик | Цена за ночь |\n|---|---|\n| Большой | 5000 руб |\n| Малый | 3000 руб |" in doc.text
     assert candidate_sentences(doc.text) == ["Цены на лето.", "Домик: Большой; Цена за ночь: 5000 руб",
                                              "Домик: Малый; Цена за ночь: 3000 руб", "Залог не берём."]
+
+
+def test_the_report_counts_files_and_says_why_a_csv_gives_more_documents(tmp_path):
+    # пользователь: «Прочитано документов: 11» на 6 файлов выглядело как ошибка
+    (tmp_path / "график.csv").write_text("врач,пятница\nСафина Д. В.,8:00-14:00\nГалиев А. Р.,выходной\n"
+                                        "Смирнова И. П.,10:00-16:00\n", encoding="utf-8")
+    (tmp_path / "адрес.txt").write_text("Мы на ул. Баумана, д. 47.", encoding="utf-8")
+    report = load_folder(tmp_path)
+    assert (len(report.docs), report.files) == (4, 2)
+    assert str(report) == ("Прочитано файлов: 2 (строка CSV — отдельный документ, всего документов 4), "
+                           "пропущено файлов: 0.")
+    (tmp_path / "график.csv").unlink()
+    assert str(load_folder(tmp_path)) == "Прочитано файлов: 1, пропущено файлов: 0."

@@ -204,8 +204,9 @@ def _cmd_ask(args) -> int:
     if result.hits and args.method != "cosine":
         print(f"  (число — косинус чанка с вопросом, как у порога; порядок — по {args.method})")
     for hit in result.hits:
-        print(f"  [{hit.rank}] {cosines[index.position(hit.doc_id, hit.chunk_id)]:.3f}  {hit.doc_id}, чанк "
-              f"{hit.chunk_id} — {hit.title}")
+        cos = float(cosines[index.position(hit.doc_id, hit.chunk_id)])
+        cos_shown = _below(cos, threshold)[0] if threshold is not None and cos < threshold else f"{cos:.3f}"
+        print(f"  [{hit.rank}] {cos_shown}  {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}")
         if hit.rank in shown_text:
             print(f"      {' '.join(hit.text.split())}")
     if len(result.hits) > len(shown_text):

@@ -44,9 +44,12 @@ class LoadReport:
 
     docs: list[Document] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    files: int = 0  # сколько файлов прочитано: у CSV документ — каждая строка, и документов бывает больше
 
     def __str__(self) -> str:
-        lines = [f"Прочитано документов: {len(self.docs)}, пропущено файлов: {len(self.skipped)}."]
+        rows = (f" (строка CSV — отдельный документ, всего документов {len(self.docs)})"
+                if len(self.docs) != self.files else "")
+        lines = [f"Прочитано файлов: {self.files}{rows}, пропущено файлов: {len(self.skipped)}."]
         lines += [f"  пропущен {path}: {reason}" for path, reason in self.skipped]
         return "\n".join(lines)
 
@@ -217,6 +220,7 @@ def load_folder(folder: str | os.PathLike, *, encoding: str = "utf-8", progress:
     for path in paths:
         try:
             report.docs += load_file(path, folder, encoding=encoding)
+            report.files += 1
         except MiniRagError as exc:
             report.skipped.append((path.relative_to(folder).as_posix(), str(exc)))
         except OSError as exc:

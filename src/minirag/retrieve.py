@@ -115,7 +115,7 @@ class Retriever:
             for hit in self.search(query, k=k):
                 text = " ".join(hit.text.split())
                 lines += [f"  [{hit.rank}] {hit.doc_id}, чанк {hit.chunk_id} — {hit.title}",
-                          f"      {text[:160]}{'…' if len(text) > 160 else ''}"]
+                          f"      {_text_start(text, 160)}"]
         if unknown:
             this, such = ("Этого слова", "Такое слово весит больше всех и тянет") if len(unknown) == 1 else \
                 ("Этих слов", "Такие слова весят больше всех и тянут")
@@ -135,3 +135,14 @@ class Retriever:
         stem = bool(getattr(self.index.embedder, "stem", False))
         found = self._bm25.search(tokenize(query, stem=stem), k)
         return renumber(self.index.hit(i, score) for i, score in found)
+
+
+_CUT_RE = re.compile(r"(?<!\d) | (?!\d)")  # пробел, который не внутри числа «1 700»
+
+
+def _text_start(text: str, limit: int) -> str:
+    """Начало текста до ``limit`` символов, обрезанное по пробелу не внутри числа («1 7…» читалось бы как 1 7)."""
+    if len(text) <= limit:
+        return text
+    cuts = [m.start() for m in _CUT_RE.finditer(text[: limit + 2]) if m.start() <= limit]  # +2: видно, что за пробелом
+    return text[: cuts[-1] if cuts else limit].rstrip(" |,;:") + " …"
