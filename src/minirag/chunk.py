@@ -44,14 +44,21 @@ def cut_by_words(text: str, start: int, end: int, max_chars: int) -> list[tuple[
     return pieces
 
 
-def _pieces(text: str, max_chars: int) -> list[tuple[int, int]]:
-    """Куски текста (start, end): предложения, а длинные — порезанные по словам."""
-    pieces: list[tuple[int, int]] = []
-    cursor = 0
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Где в тексте предложения ``split_sentences``: (start, end) по порядку."""
+    spans, cursor = [], 0
     for sentence in split_sentences(text):
         start = text.index(sentence, cursor)
         cursor = start + len(sentence)
-        pieces += [(start, cursor)] if len(sentence) <= max_chars else cut_by_words(text, start, cursor, max_chars)
+        spans.append((start, cursor))
+    return spans
+
+
+def _pieces(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """Куски текста (start, end): предложения, а длинные — порезанные по словам."""
+    pieces: list[tuple[int, int]] = []
+    for start, end in sentence_spans(text):
+        pieces += [(start, end)] if end - start <= max_chars else cut_by_words(text, start, end, max_chars)
     return pieces
 
 

@@ -27,21 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chunk import chunk_spans, cut_by_words, pack_spans
+from .chunk import chunk_spans, cut_by_words, pack_spans, sentence_spans
 from .embed import Embedder, HashEmbedder
 from .errors import MiniRagError
-from .text import continues_sentence, split_sentences
+from .text import continues_sentence
 from .validate import require_int, require_number, require_text
 from .vectors import l2_normalize
-
-
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    spans, cursor = [], 0
-    for sentence in split_sentences(text):
-        start = text.index(sentence, cursor)
-        cursor = start + len(sentence)
-        spans.append((start, cursor))
-    return spans
 
 
 def semantic_chunks(text: str, embedder: Embedder | None = None, *, quantile: float = 0.25) -> list[str]:
@@ -55,7 +46,7 @@ def semantic_chunks(text: str, embedder: Embedder | None = None, *, quantile: fl
     """
     require_text(text)
     quantile = require_number(quantile, "quantile", 0, 1, "Нижний квартиль — 0.25.")
-    spans = _sentence_spans(text)
+    spans = sentence_spans(text)
     if len(spans) < 3:  # одна соседняя пара — не с чем сравнить
         return [text[spans[0][0] : spans[-1][1]]] if spans else []
     embedder = embedder if embedder is not None else HashEmbedder()
@@ -211,7 +202,7 @@ def layout_chunks(text: str, max_chars: int = 220) -> list[str]:
 def _layout_pieces(text: str, max_chars: int) -> list[tuple[int, int]]:
     """Куски для ``layout_chunks``: целые предложения и строки таблиц; длинные — по строкам, ячейкам, словам."""
     units: list[tuple[int, int]] = []
-    for start, end in _sentence_spans(text):
+    for start, end in sentence_spans(text):
         # правилам хватает конца предыдущего куска: хвост в 16 символов, а не весь кусок (он бывает огромной таблицей)
         if units and (continues_sentence(text[max(units[-1][0], units[-1][1] - 16) : units[-1][1]], text[start:end])
                       or "\n" not in text[units[-1][1] : start] and _in_table_row(text, start)):
